@@ -409,6 +409,15 @@ void mkc_cli_more_words(const mkc_cli *c, char *buf, size_t n) {
   snprintf(buf, n, " on the host (%s)", names);
 }
 
+void mkc_cli_sampled_words(const mkc_cli *c, const unsigned long long *seed, char *buf, size_t n) {
+  char more[200];
+  mkc_cli_more_words(c, more, sizeof more);
+  if (seed)
+    snprintf(buf, n, "sampled, seed %llu%s", *seed, more);
+  else
+    snprintf(buf, n, "greedy%s", more);
+}
+
 int mkc_cli_more_on(const mkc_cli *c) {
   mkc_sampling_more m;
   more_of(c, &m);

@@ -179,6 +179,9 @@ int mkc_cli_sampling_more(const mkc_cli *c, mkc_sampling_more *m);
 int mkc_cli_more_on(const mkc_cli *c);
 /* For a stats line: " on the host (DRY 0.8, typical 0.5)", or "" when none is on. */
 void mkc_cli_more_words(const mkc_cli *c, char *buf, size_t n);
+/* A stats line's words for the sampler: "greedy", or "sampled, seed S" (seed not NULL), then
+ * mkc_cli_more_words's. */
+void mkc_cli_sampled_words(const mkc_cli *c, const unsigned long long *seed, char *buf, size_t n);
 
 /* A whole-string non-negative integer (a seed): 0, or -1 (no message). */
 int mkc_parse_seed(const char *s, unsigned long long *v);

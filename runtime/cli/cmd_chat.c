@@ -244,7 +244,6 @@ static int turn(const mkc_cli *c, mkc_loaded_model *m, mkc_drafter *drafter, con
   mkc_detok_init(&a.detok, a.tok, 0);
   a.split = mkc_reasoning_init(&a.r, conv->family, a.tok) == 0;
   int eog_ids[MKC_ROUND_STOPS], n_eog = mkc_tokenizer_eog_ids(a.tok, eog_ids, MKC_ROUND_STOPS);
-  if (n_eog > MKC_ROUND_STOPS) n_eog = MKC_ROUND_STOPS;
   mkc_decode_opts o = {.draft_max = c->draft_max,
                        .adaptive = c->draft_adaptive,
                        .draft_min = c->draft_min,

@@ -401,11 +401,8 @@ static void print_stats(const mkc_cli *c, const mkc_loaded_model *m, int n_promp
     snprintf(ctx + at, sizeof ctx - at, ", shifted %d times (%d tokens fed again in %d steps)",
              st->shifts, st->shift_fed, st->shift_steps);
   }
-  char sampled[240] = "greedy", more[200];
-  if (seed) snprintf(sampled, sizeof sampled, "sampled, seed %llu", *seed);
-  mkc_cli_more_words(c, more, sizeof more);
-  size_t at = strlen(sampled);
-  snprintf(sampled + at, sizeof sampled - at, "%s", more);
+  char sampled[240];
+  mkc_cli_sampled_words(c, seed, sampled, sizeof sampled);
   char depth[64] = "", fallbacks[64] = "", verify[32] = "n/a";
   if (c->draft_adaptive) {
     snprintf(depth, sizeof depth, " (adaptive depth %d..%d)", st->depth_lo, st->depth_hi);
@@ -535,10 +532,8 @@ int mkc_cmd_run(int argc, char **argv) {
         n_prompt, n_gen, n_prompt + n_gen - 1, m.g.max_ctx);
     goto done;
   }
-  if (c.verbose_prompt) { /* llama.cpp's: the prompt as its tokens, before the run */
-    fprintf(stderr, "mkc: the prompt: %d tokens\n", n_prompt);
-    for (int i = 0; i < n_prompt; i++) mkc_print_token_line(stderr, m.file.tok, prompt[i]);
-  }
+  if (c.verbose_prompt) /* llama.cpp's: the prompt as its tokens, before the run */
+    mkc_print_token_list(stderr, m.file.tok, "prompt", prompt, n_prompt);
   out = n_gen < 0 ? NULL : malloc((size_t)(n_gen + 1) * sizeof *out);
   if ((n_gen >= 0 && !out) || mkc_loaded_start(&c, &m) != 0 ||
       (!in_kernel && mkc_draft_source_start(&c, &m, &ds) != 0))
@@ -563,7 +558,6 @@ int mkc_cmd_run(int argc, char **argv) {
   int eog_ids[MKC_ROUND_STOPS], n_eog = 0;
   if (text.tok && !text.ignore_eos)
     n_eog = mkc_tokenizer_eog_ids(text.tok, eog_ids, MKC_ROUND_STOPS);
-  if (n_eog > MKC_ROUND_STOPS) n_eog = MKC_ROUND_STOPS;
   mkc_decode_opts o = {
       .draft_max = c.draft_max,
       .adaptive = c.draft_adaptive,

@@ -77,23 +77,27 @@ static int grow(turns *t, int n) {
   return 0;
 }
 
-/* ids join the history; their text goes through the detokenizer unprinted
- * (the next printed piece then spaces as the whole text does). */
-static int take(turns *t, const int *ids, int n) {
+/* ids join the history; their text goes through the detokenizer (the next
+ * printed piece then spaces as the whole text does): unprinted, or (the
+ * prompt) shown as the model reads it, control tokens spelled, and printed
+ * unless --no-display-prompt. */
+static int take(turns *t, const int *ids, int n, int prompt) {
   if (grow(t, n) != 0) return -1;
   char buf[MKC_DETOK_MAX];
   for (int i = 0; i < n; i++) {
     t->hist[t->n_hist++] = ids[i];
-    mkc_detok_push(&t->detok, ids[i], buf, sizeof buf);
+    size_t k = (prompt ? mkc_detok_push_shown : mkc_detok_push)(&t->detok, ids[i], buf, sizeof buf);
+    if (prompt && !t->c->no_display_prompt) fwrite(buf, 1, k, stdout);
   }
+  fflush(stdout);
   return 0;
 }
 
-/* text's tokens (add_bos, parse_special as mkc_tokenizer_encode) joining the history. */
+/* text's tokens (no BOS; parse_special as mkc_tokenizer_encode) joining the history. */
 static int take_text(turns *t, const char *text, int parse_special) {
   int *ids = NULL;
   int n = mkc_tokenizer_encode(t->tok, text, strlen(text), 0, parse_special, &ids);
-  int rc = n < 0 ? -1 : take(t, ids, n);
+  int rc = n < 0 ? -1 : take(t, ids, n, 0);
   free(ids);
   return rc;
 }
@@ -189,7 +193,7 @@ static int user_turn(turns *t) {
       continue;
     }
     int from = t->n_hist, bos = mkc_tokenizer_bos(t->tok);
-    int rc = c->in_prefix_bos && bos >= 0 ? take(t, &bos, 1) : 0;
+    int rc = c->in_prefix_bos && bos >= 0 ? take(t, &bos, 1, 0) : 0;
     /* three texts, each tokenized alone as llama-completion does: the input's control-token
      * spellings are its text, the prefix's and suffix's are the tokens */
     if (rc == 0 && c->in_prefix) rc = take_text(t, c->in_prefix, 1);
@@ -197,10 +201,8 @@ static int user_turn(turns *t) {
     if (rc == 0 && c->in_suffix) rc = take_text(t, c->in_suffix, 1);
     free(in);
     if (rc != 0) return -2;
-    if (c->verbose_prompt) {
-      fprintf(stderr, "mkc: the input: %d tokens\n", t->n_hist - from);
-      for (int i = from; i < t->n_hist; i++) mkc_print_token_line(stderr, t->tok, t->hist[i]);
-    }
+    if (c->verbose_prompt)
+      mkc_print_token_list(stderr, t->tok, "input", t->hist + from, t->n_hist - from);
     return 1;
   }
 }
@@ -282,11 +284,8 @@ static int model_turn(turns *t, const mkc_decode_opts *o, uint64_t cache_id, int
 static void print_stats(const turns *t, int n_prompt, const char *why,
                         const unsigned long long *seed) {
   const mkc_cli *c = t->c;
-  char sampled[240] = "greedy", more[200], rate[48] = "", shifted[48] = "", cached[48] = "";
-  if (seed) snprintf(sampled, sizeof sampled, "sampled, seed %llu", *seed);
-  mkc_cli_more_words(c, more, sizeof more);
-  size_t at = strlen(sampled);
-  snprintf(sampled + at, sizeof sampled - at, "%s", more);
+  char sampled[240], rate[48] = "", shifted[48] = "", cached[48] = "";
+  mkc_cli_sampled_words(c, seed, sampled, sizeof sampled);
   if (t->generated > 1 && t->gen_seconds > 0)
     snprintf(rate, sizeof rate, " (%.1f tok/s)", t->generated / t->gen_seconds);
   if (t->shifts) snprintf(shifted, sizeof shifted, ", shifted %d times", t->shifts);
@@ -314,19 +313,9 @@ static int read_prompt(turns *t) {
     free(ids);
     return -1;
   }
-  char buf[MKC_DETOK_MAX];
-  int rc = grow(t, n);
-  for (int i = 0; rc == 0 && i < n; i++) {
-    t->hist[t->n_hist++] = ids[i];
-    size_t k = mkc_detok_push_shown(&t->detok, ids[i], buf, sizeof buf);
-    if (!c->no_display_prompt) fwrite(buf, 1, k, stdout);
-  }
-  fflush(stdout);
+  int rc = take(t, ids, n, 1);
   free(ids);
-  if (rc == 0 && c->verbose_prompt) {
-    fprintf(stderr, "mkc: the prompt: %d tokens\n", t->n_hist);
-    for (int i = 0; i < t->n_hist; i++) mkc_print_token_line(stderr, t->tok, t->hist[i]);
-  }
+  if (rc == 0 && c->verbose_prompt) mkc_print_token_list(stderr, t->tok, "prompt", t->hist, n);
   return rc;
 }
 
@@ -349,10 +338,8 @@ int mkc_run_interactive(const mkc_cli *c, const mkc_sampling *opt, unsigned long
       mkc_session_set_sampling(m.s, opt) != 0)
     goto done;
   /* a launch of rounds ends at the end of generation, as on_token does */
-  int eog_ids[MKC_ROUND_STOPS], n_eog = 0;
-  if (!c->ignore_eos && (n_eog = mkc_tokenizer_eog_ids(t.tok, eog_ids, MKC_ROUND_STOPS)) < 0)
-    n_eog = 0;
-  if (n_eog > MKC_ROUND_STOPS) n_eog = MKC_ROUND_STOPS;
+  int eog_ids[MKC_ROUND_STOPS];
+  int n_eog = c->ignore_eos ? 0 : mkc_tokenizer_eog_ids(t.tok, eog_ids, MKC_ROUND_STOPS);
   mkc_decode_opts o = {
       .draft_max = c->draft_max,
       .adaptive = c->draft_adaptive,

@@ -167,9 +167,7 @@ int mkc_json_format_start(mkc_constraint *con, const mkc_format_rules *rules,
   if (rules->grammar) {
     int ends[MKC_GRAMMAR_ENDS];
     int n = t ? mkc_tokenizer_eog_ids(t, ends, MKC_GRAMMAR_ENDS) : 0;
-    if (mkc_constraint_start_grammar(con, rules->grammar, ends,
-                                     n < MKC_GRAMMAR_ENDS ? n : MKC_GRAMMAR_ENDS, seed) != 0)
-      return -1;
+    if (mkc_constraint_start_grammar(con, rules->grammar, ends, n, seed) != 0) return -1;
   } else if (rules->schema) {
     mkc_constraint_start_schema(con, rules->schema, seed);
   } else if (rules->json) {

@@ -35,3 +35,9 @@ void mkc_print_token_line(FILE *out, const mkc_tokenizer *t, int id) {
     print_piece(out, pieces + off[id], off[id + 1] - off[id]);
   fputs("'\n", out);
 }
+
+void mkc_print_token_list(FILE *out, const mkc_tokenizer *t, const char *what, const int *ids,
+                          int n) {
+  fprintf(out, "mkc: the %s: %d tokens\n", what, n);
+  for (int i = 0; i < n; i++) mkc_print_token_line(out, t, ids[i]);
+}

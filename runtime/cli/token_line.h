@@ -11,5 +11,8 @@
 
 /* t NULL: the id alone. */
 void mkc_print_token_line(FILE *out, const mkc_tokenizer *t, int id);
+/* --verbose-prompt's list: "mkc: the WHAT: N tokens", then a line each. */
+void mkc_print_token_list(FILE *out, const mkc_tokenizer *t, const char *what, const int *ids,
+                          int n);
 
 #endif

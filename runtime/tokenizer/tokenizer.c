@@ -380,15 +380,13 @@ int mkc_tokenizer_is_eog(const mkc_tokenizer *t, int id) {
 }
 int mkc_tokenizer_eog_ids(const mkc_tokenizer *t, int *ids, int cap) {
   int n = 0;
-  for (int id = 0; id < t->n_vocab; id++)
-    if (t->eog[id]) {
-      if (n < cap) ids[n] = id;
-      n++;
-    }
+  for (int id = 0; id < t->n_vocab && n < cap; id++)
+    if (t->eog[id]) ids[n++] = id;
   return n;
 }
 int *mkc_tokenizer_eog_all(const mkc_tokenizer *t, int *n) {
-  *n = mkc_tokenizer_eog_ids(t, NULL, 0);
+  *n = 0;
+  for (int id = 0; id < t->n_vocab; id++) *n += t->eog[id] != 0;
   if (*n == 0) return NULL;
   int *ids = malloc((size_t)*n * sizeof *ids);
   if (!ids) {

@@ -69,7 +69,8 @@ int mkc_tokenizer_encode_framed(const mkc_tokenizer *t, const char *text, size_t
  * but not <|end|> where <|return|> and <|call|> are tokens too (gpt-oss's
  * harmony: <|end|> closes one message of an answer). */
 int mkc_tokenizer_is_eog(const mkc_tokenizer *t, int id);
-/* The end-of-generation ids, lowest first: the first cap into ids; returns how many there are. */
+/* The end-of-generation ids, lowest first: the first cap into ids; returns how many it wrote
+ * (mkc_tokenizer_eog_all: every one). */
 int mkc_tokenizer_eog_ids(const mkc_tokenizer *t, int *ids, int cap);
 /* All of them, in a new array (free it) with their count in *n; NULL with *n = 0 where there are
  * none, NULL with *n = -1 after a message where memory ran out. */
