@@ -30,6 +30,38 @@ expect_error() {
   fi
 }
 
+# changed_while_open NAME HOOK FILE CHANGE -- ARGS...: mkc ARGS with HOOK (an
+# MKC_TEST_PAUSE_* of util/mapped.h) holding it while CHANGE (a shell command)
+# changes FILE, which mkc has open: one message, "truncated or changed while
+# reading", exit 1, nothing on stdout, never a signal such as SIGBUS (135).
+changed_while_open() {
+  local name=$1 hook=$2 file=$3 change=$4 before after rc
+  shift 5
+  rm -f "$tmp/pause" && mkfifo "$tmp/pause"
+  before=$(wc -c <"$file")
+  env "$hook=$tmp/pause" "$mkc" "$@" >"$tmp/out" 2>"$tmp/err" &
+  local pid=$!
+  # Opening the FIFO returns once mkc waits on it; the change is made, and
+  # closing it lets mkc go on. A mkc that never gets there fails the test.
+  if ! timeout 60 bash -c 'exec 3>"$1"; eval "$2"; exec 3>&-' - "$tmp/pause" "$change"; then
+    kill "$pid" 2>/dev/null
+    wait "$pid"
+    fail "$name: mkc reached the $hook hook" "$(cat "$tmp/err")"
+    return
+  fi
+  wait "$pid"
+  rc=$?
+  after=$(wc -c <"$file")
+  local want="mkc: error: $file: truncated or changed while reading ($before bytes when opened, $after now)"
+  if [ "$rc" -ne 1 ]; then
+    fail "$name: exit status 1" "got $rc" "$(cat "$tmp/err")"
+  elif [ "$(grep '^mkc: error' "$tmp/err")" != "$want" ] || [ -s "$tmp/out" ]; then
+    fail "$name: message" "want: $want" "got:  $(cat "$tmp/err" "$tmp/out")"
+  else
+    ok "$name"
+  fi
+}
+
 # expect_greedy NAME FIXTURE MODEL [MIN]: the cpu kernel's greedy run of MODEL on FIXTURE's prompt
 # against another engine's (tests/data/gemma*_*.txt: "prompt IDS", then each step's id and
 # log-probability and the runner-up's), one check. Each log-probability within 0.01. Rounding that

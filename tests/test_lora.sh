@@ -136,6 +136,16 @@ mkdir -p "$tmp/other" && mv "$tmp/other.safetensors" "$tmp/other/adapter_model.s
 expect_error "a PEFT module the model has not" \
   "mkc: error: $tmp/other/adapter_model.safetensors: tensor 'base_model.model.model.layers.0.self_attn.qq_proj.lora_A.weight': model.layers.0.self_attn.qq_proj.weight names no matrix of a llama model" \
   -- run -m "$base" --lora "$tmp/other" --prompt-ids 1 -n 1
+# An adapter file changed while mkc has it open (at MKC_TEST_PAUSE_BEFORE_ADAPTER: opened, no
+# tensor read). adapter_changed NAME ADAPTER FILE
+adapter_changed() {
+  changed_while_open "$1" MKC_TEST_PAUSE_BEFORE_ADAPTER "$3" "truncate -s 0 $3" \
+    -- run -m "$base" --lora "$2" --prompt-ids 1 -n 1
+}
+cp "$tmp/a1_q8_0.gguf" "$tmp/cut.gguf"
+adapter_changed "a GGUF adapter emptied while open" "$tmp/cut.gguf" "$tmp/cut.gguf"
+cp -r "$tmp/peft_q8_0" "$tmp/cut_peft"
+adapter_changed "a PEFT adapter emptied while open" "$tmp/cut_peft" "$tmp/cut_peft/adapter_model.safetensors"
 expect_error "--lora-scaled without a scale" \
   "mkc: error: --lora-scaled: expected FILE:SCALE (a finite number), got '$tmp/half.gguf'" \
   -- run -m "$base" --lora-scaled "$tmp/half.gguf" --prompt-ids 1 -n 1

@@ -10,6 +10,7 @@
 
 #include "util/clock.h"
 #include "util/files.h"
+#include "util/mapped.h"
 #include "util/text.h"
 
 static const char SUFFIX_A[] = ".lora_a", SUFFIX_B[] = ".lora_b";
@@ -89,6 +90,7 @@ int mkc_lora_open(const char *path, float scale, const mkc_model_desc *d, mkc_lo
     return -1;
   }
   *l = (mkc_lora){.f = f, .scale = scale, .alpha = alpha, .path = f->path};
+  mkc_mapped_test_pause("MKC_TEST_PAUSE_BEFORE_ADAPTER"); /* tensors are read at the merge */
   return 0;
 }
 

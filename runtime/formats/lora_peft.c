@@ -7,11 +7,11 @@
 
 #include <cjson/cJSON.h>
 
-#include "dequant.h"
 #include "hf.h"
 #include "lora.h"
 #include "safetensors.h"
 #include "util/files.h"
+#include "util/mapped.h"
 #include "util/text.h"
 
 static const char PREFIX[] = "base_model.model.", SUFFIX_A[] = ".lora_A.weight",
@@ -66,7 +66,7 @@ static int read_config(const char *dir, int *r, double *alpha, int *rslora) {
 }
 
 /* Tensor t ([rows][cols] of F32, F16 or BF16) as floats (malloc'd), or NULL after a message. */
-static float *floats_of(const char *path, const mkc_st_tensor *t) {
+static float *floats_of(const mkc_safetensors *st, const char *path, const mkc_st_tensor *t) {
   int64_t n = t->n_dims == 2 ? t->shape[0] * t->shape[1] : -1;
   int type = t->dtype == MKC_ST_F32    ? MKC_GGML_F32
              : t->dtype == MKC_ST_F16  ? MKC_GGML_F16
@@ -78,7 +78,7 @@ static float *floats_of(const char *path, const mkc_st_tensor *t) {
            NULL;
   float *out = malloc((size_t)n * sizeof *out);
   if (!out) return mkc_error_in(path, "tensor '%s': out of memory", mkc_shown(t->name)), NULL;
-  mkc_dequant_f32((uint32_t)type, t->data, (size_t)n, out);
+  if (mkc_st_read_f32(st, t, out) != 0) free(out), out = NULL;
   return out;
 }
 
@@ -104,8 +104,8 @@ static int read_pair(const char *path, const mkc_safetensors *st, const mkc_st_t
                        .rank = (int)a->shape[0],
                        .rows = (int)b->shape[0],
                        .cols = (int)a->shape[1]};
-  p->a = floats_of(path, a);
-  float *hf_b = p->a ? floats_of(path, b) : NULL;
+  p->a = floats_of(st, path, a);
+  float *hf_b = p->a ? floats_of(st, path, b) : NULL;
   int heads = mkc_hf_rope_heads(gguf, d);
   if (hf_b && heads) { /* B's output rows in the GGUF layout, as the model's Q/K rows are */
     p->b = malloc((size_t)p->rows * p->rank * sizeof *p->b);
@@ -117,10 +117,12 @@ static int read_pair(const char *path, const mkc_safetensors *st, const mkc_st_t
                           mkc_shown(b->name), p->rows, heads);
     }
     free(hf_b);
+    if (!p->b) return mkc_error_in(path, "out of memory");
   } else {
     p->b = hf_b;
   }
-  return p->name && p->a && p->b ? 0 : mkc_error_in(path, "out of memory");
+  if (!p->a || !p->b) return -1; /* floats_of said why */
+  return p->name ? 0 : mkc_error_in(path, "out of memory");
 }
 
 int mkc_lora_peft_pairs(const mkc_safetensors *st, const char *path, int r, float scale,
@@ -159,6 +161,7 @@ int mkc_lora_open_peft(const char *dir, float scale, const mkc_model_desc *d, mk
   mkc_safetensors *st = mkc_st_open(path);
   if (!st) return -1;
   l->path = dir, l->scale = scale, l->alpha = alpha;
+  mkc_mapped_test_pause("MKC_TEST_PAUSE_BEFORE_ADAPTER");
   int rc = mkc_lora_peft_pairs(st, path, r, scale, d, l);
   mkc_st_close(st);
   if (rc) mkc_lora_close(l);

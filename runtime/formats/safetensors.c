@@ -692,6 +692,12 @@ static int dequant_f32(void *ctx) {
                          (float *)job->dst);
 }
 
+int mkc_st_read_f32(const mkc_safetensors *st, const mkc_st_tensor *t, float *dst) {
+  int elem = mkc_st_dtype_size(t->dtype);
+  dequant_job job = {t, elem ? t->n_bytes / (uint64_t)elem : 0, (uint16_t *)dst};
+  return mkc_mapped_read(&st->files[t->file].map, st->files[t->file].path, dequant_f32, &job);
+}
+
 /* n elements of t plus 1 as bf16 into dst: Gemma's norms, summed in float as
  * transformers' Gemma3RMSNorm does (1.0 + weight.float()), then rounded. */
 static int read_bf16_plus_one(const mkc_safetensors *st, const mkc_st_tensor *t, size_t n,

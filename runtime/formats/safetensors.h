@@ -89,6 +89,11 @@ const mkc_st_tensor *mkc_st_find(const mkc_safetensors *st, const char *name);
 /* The path of file i (a shard), for messages. */
 const char *mkc_st_file_path(const mkc_safetensors *st, int file);
 
+/* Every element of t (F32, F16 or BF16) as floats into dst, read from its
+ * file's mapping (util/mapped.h: a file changed while reading is an error).
+ * 0, or -1 after a message. */
+int mkc_st_read_f32(const mkc_safetensors *st, const mkc_st_tensor *t, float *dst);
+
 const char *mkc_st_dtype_name(int dtype); /* "BF16"; "?" if unknown */
 int mkc_st_dtype_size(int dtype);         /* bytes per element; 0 if unknown */
 
