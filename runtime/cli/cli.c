@@ -132,6 +132,7 @@ static const struct {
     {"--sampling-seq", offsetof(mkc_cli, sampling_seq)},
     {"--in-prefix", offsetof(mkc_cli, in_prefix)},
     {"--in-suffix", offsetof(mkc_cli, in_suffix)},
+    {"--kl-divergence-base", offsetof(mkc_cli, kl_base)},
 };
 
 /* Flags that take no value: present sets the int to 1. */
@@ -168,6 +169,7 @@ static const struct {
     {"--interactive-first", offsetof(mkc_cli, interactive_first)},
     {"--in-prefix-bos", offsetof(mkc_cli, in_prefix_bos)},
     {"--multiline-input", offsetof(mkc_cli, multiline)},
+    {"--kl-divergence", offsetof(mkc_cli, kl_divergence)},
 };
 
 /* llama.cpp's other spellings of mkc's flags (taken where the command takes
@@ -224,6 +226,7 @@ static const struct {
     {"-i", "--interactive"},
     {"-if", "--interactive-first"},
     {"-mli", "--multiline-input"},
+    {"--save-all-logits", "--kl-divergence-base"}, /* llama-perplexity's other name */
 };
 
 /* Flags whose value is an integer in [lo, hi]. */

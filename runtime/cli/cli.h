@@ -102,6 +102,8 @@ typedef struct mkc_cli {
   int dequant;              /* --dequant: the model's quantized matrices widened to bf16 */
   int depth;                /* bench -d/--n-depth N: tokens in the cache before each test */
   int n_chunks;             /* perplexity --chunks N (-1: all the text holds) */
+  const char *kl_base;      /* perplexity --kl-divergence-base FILE: the log-probabilities' file */
+  int kl_divergence;        /* perplexity --kl-divergence: compare with kl_base's */
   int stages;               /* bench --stages: a kernel with stage timers, and their table */
   /* The draft source (cli/draft_source.h); neither: prompt lookup */
   int draft_layers;             /* --draft-layers L: self-speculation on the first L layers */

@@ -4,19 +4,26 @@
  * (its first token BOS where the model adds one), and each token of a
  * chunk's second half scored by the log-probability the logits before it
  * give it; the perplexity is e to the mean negative log-likelihood. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "commands.h"
+#include "formats/logits_file.h"
+#include "kld.h"
 #include "loaded.h"
 #include "tokenizer/tokenizer.h"
 #include "util/clock.h"
+#include "util/files.h"
 
 static const char USAGE[] =
     "usage: mkc perplexity -m MODEL -f FILE [-c N] [--chunks N] [options]\n"
+    "       mkc perplexity -m MODEL --kl-divergence --kl-divergence-base FILE\n"
     "       mkc perplexity --preset P --random-weights SEED --prompt-ids IDS -c N\n"
     "\n"
     "The text's perplexity, as llama.cpp's llama-perplexity computes it: the\n"
@@ -27,16 +34,28 @@ static const char USAGE[] =
     "  -m, --model MODEL      GGUF file, Hugging Face folder, or a model's file name\n"
     "                         in the model directory\n"
     "  -f FILE, -p TEXT       the text (control tokens' spellings are text)\n"
-    "  --prompt-ids IDS       the tokens themselves (1,2,3), the only form with --preset\n"
+    "  --prompt-ids IDS       the tokens themselves (1,2,3), the one form --preset\n"
+    "                         takes\n"
     "  -c, --ctx N            each chunk's tokens (default: the model's context,\n"
     "                         capped at 4096); the text must hold two chunks at least\n"
     "  --chunks N             at most N chunks (default: all the text holds)\n"
     "  --draft-max K          the scored half goes K + 1 tokens a step (default 7)\n"
+    "  --kl-divergence-base FILE  also write each scored position's log-probabilities\n"
+    "                         to FILE (llama-perplexity's file; --save-all-logits)\n"
+    "  --kl-divergence        compare with FILE's instead (its text, its chunks): the\n"
+    "                         two perplexities, the KL divergence, the difference in\n"
+    "                         the text's tokens' probabilities, the same top token\n"
     "  --backend B, -ngl N, --kv-dtype T, --ubatch N, -t/--threads N, --dequant,\n"
     "  --lora FILE, --lora-scaled FILE:SCALE: as for run\n";
 
 static int check_flags(const mkc_cli *c) {
-  if (!!c->prompt + !!c->prompt_file + !!c->prompt_ids != 1)
+  if (c->kl_divergence && !c->kl_base)
+    return mkc_cli_usage_error("%s", "perplexity: --kl-divergence compares with the "
+                                     "log-probabilities of --kl-divergence-base FILE: give it");
+  if (c->kl_divergence && (c->prompt || c->prompt_file || c->prompt_ids))
+    return mkc_cli_usage_error("%s", "perplexity: --kl-divergence reads its text from "
+                                     "--kl-divergence-base's file: give no -f, -p or --prompt-ids");
+  if (!c->kl_divergence && !!c->prompt + !!c->prompt_file + !!c->prompt_ids != 1)
     return mkc_cli_usage_error("%s", "perplexity: give the text as -f FILE, -p TEXT or "
                                      "--prompt-ids: one of them");
   if (c->n_chunks == 0 || c->n_chunks < -1)
@@ -79,11 +98,45 @@ static double nll_of(const float *logits, int vocab, int tok) {
   return -(logits[tok] - max - log(sum));
 }
 
-/* One chunk, toks[0..n) (its first already BOS where it should be), from an empty cache: the
- * negative log-likelihoods of its second half's tokens added to *nll and their squares to
- * *nll2. 0, or -1 after a message. */
-static int score_chunk(mkc_session *s, const mkc_graph *g, const int *toks, int n, double *nll,
-                       double *nll2) {
+/* Where each scored position goes: the sums of its negative log-likelihood; with
+ * --kl-divergence-base, its row of log-probabilities written to the file (save), or read from
+ * it and compared with (kl). */
+typedef struct scorer {
+  int vocab;
+  double nll, nll2;
+  FILE *save, *base; /* at most one */
+  const char *path;  /* the file's, for messages */
+  int chunk;         /* 1-based, for messages */
+  uint16_t *row;
+  size_t row_len;
+  mkc_kld kld;
+} scorer;
+
+/* One scored position: the logits before the text's token tok. 0, or -1 after a message. */
+static int score_row(scorer *sc, const float *logits, int tok) {
+  if (sc->base) {
+    if (fread(sc->row, sizeof *sc->row, sc->row_len, sc->base) != sc->row_len)
+      return mkc_error_in(sc->path, "chunk %d's log-probabilities cut short (changed while read?)",
+                          sc->chunk);
+    mkc_kld_add(&sc->kld, logits, sc->vocab, sc->row, tok);
+    return 0;
+  }
+  double v;
+  if (sc->save) {
+    v = mkc_logits_row_encode(logits, sc->vocab, tok, sc->row);
+    if (fwrite(sc->row, sizeof *sc->row, sc->row_len, sc->save) != sc->row_len)
+      return mkc_error_in(sc->path, "cannot write: %s", strerror(errno));
+  } else {
+    v = nll_of(logits, sc->vocab, tok);
+  }
+  sc->nll += v, sc->nll2 += v * v;
+  return 0;
+}
+
+/* One chunk, toks[0..n) (its first already BOS where it should be), from an empty cache: each
+ * token of its second half scored (score_row) by the logits before it. 0, or -1 after a
+ * message. */
+static int score_chunk(mkc_session *s, const mkc_graph *g, const int *toks, int n, scorer *sc) {
   mkc_session_reset(s);
   int first = n / 2, pos = 0;
   mkc_step_result r;
@@ -103,12 +156,114 @@ static int score_chunk(mkc_session *s, const mkc_graph *g, const int *toks, int 
         fprintf(stderr, "mkc: error: perplexity: no logits at position %d\n", pos + t);
         return -1;
       }
-      double v = nll_of(logits, g->vocab, toks[pos + t + 1]);
-      *nll += v, *nll2 += v * v;
+      if (score_row(sc, logits, toks[pos + t + 1]) != 0) return -1;
     }
     pos += k;
   }
   return 0;
+}
+
+/* --kl-divergence: the file of log-probabilities open at its rows, its header in *h and its
+ * tokens in *toks (malloc'd). NULL after a message. */
+static FILE *open_base(const char *path, mkc_logits_head *h, int **toks) {
+  FILE *f = fopen(path, "rb");
+  struct stat st;
+  unsigned char head[MKC_LOGITS_HEAD];
+  char why[200];
+  *toks = NULL;
+  if (!f) return mkc_error_in(path, "cannot open: %s", strerror(errno)), NULL;
+  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+    fclose(f);
+    return mkc_error_in(path, "not a regular file"), NULL;
+  }
+  size_t got = fread(head, 1, sizeof head, f);
+  if (mkc_logits_head_parse(head, got, (uint64_t)st.st_size, h, why, sizeof why) != 0) {
+    fclose(f);
+    return mkc_error_in(path, "%s", why), NULL;
+  }
+  size_t n = (size_t)h->n_chunk * (size_t)h->n_ctx; /* within the file's size */
+  int32_t *ids = malloc(n * sizeof *ids);
+  if (!ids || fread(ids, sizeof *ids, n, f) != n) {
+    free(ids);
+    fclose(f);
+    return mkc_error_in(path, ids ? "its tokens cut short (changed while read?)" : "out of memory"),
+           NULL;
+  }
+  *toks = (int *)ids;
+  return f;
+}
+
+/* The tokens of a file of log-probabilities, checked against the model: 0, or -1 after a
+ * message. */
+static int check_base(const char *path, const mkc_logits_head *h, const int *toks,
+                      const mkc_graph *g) {
+  if (h->n_vocab != g->vocab)
+    return mkc_error_in(path,
+                        "log-probabilities over %d tokens, where the model has %d: another "
+                        "vocabulary's",
+                        h->n_vocab, g->vocab);
+  if (g->max_ctx < h->n_ctx)
+    return mkc_error_in(path, "chunks of %d tokens, where the model's context is %d (-c)", h->n_ctx,
+                        g->max_ctx);
+  for (size_t i = 0; i < (size_t)h->n_chunk * h->n_ctx; i++)
+    if (toks[i] < 0 || toks[i] >= g->vocab)
+      return mkc_error_in(path, "token %d at position %zu is outside the vocabulary (0..%d)",
+                          toks[i], i, g->vocab - 1);
+  return 0;
+}
+
+/* --kl-divergence-base without --kl-divergence: a temporary file beside path, its header and
+ * the chunks' tokens written (as tokenized). NULL after a message. */
+static FILE *open_save(const char *path, char *tmp, size_t cap, const int *toks, int n_ctx,
+                       int vocab, int chunks) {
+  unsigned char head[MKC_LOGITS_HEAD];
+  if (mkc_temp_path(path, tmp, cap) != 0) return mkc_error_in(path, "name too long"), NULL;
+  FILE *f = fopen(tmp, "wb");
+  if (!f) return mkc_error_in(path, "cannot write: %s", strerror(errno)), NULL;
+  mkc_logits_head_write(head, n_ctx, vocab, chunks);
+  size_t n = (size_t)chunks * n_ctx;
+  if (fwrite(head, 1, sizeof head, f) != sizeof head || fwrite(toks, sizeof *toks, n, f) != n) {
+    mkc_error_in(path, "cannot write: %s", strerror(errno));
+    fclose(f);
+    unlink(tmp);
+    return NULL;
+  }
+  return f;
+}
+
+/* The saved file complete: renamed over path. 0, or -1 after a message (the temporary gone). */
+static int close_save(FILE *f, const char *tmp, const char *path) {
+  int bad = ferror(f) | fflush(f) | fsync(fileno(f));
+  bad |= fclose(f);
+  if (bad || rename(tmp, path) != 0) {
+    unlink(tmp);
+    return mkc_error_in(path, "cannot write: %s", strerror(errno));
+  }
+  return 0;
+}
+
+/* The running estimates' line, and the closing one. */
+static void print_chunk(const scorer *sc, int chunk, long count) {
+  if (sc->base) {
+    if (chunk == 1) mkc_kld_print_head(stdout);
+    mkc_kld_print_chunk(&sc->kld, chunk, stdout);
+  } else {
+    printf("[%d]%.4f,", chunk, exp(sc->nll / count));
+  }
+  fflush(stdout);
+}
+
+static void print_final(scorer *sc, long count) {
+  if (sc->base) {
+    printf("\n");
+    mkc_kld_print_report(&sc->kld, stdout);
+    return;
+  }
+  double mean = sc->nll / count, var = sc->nll2 / count - mean * mean, ppl = exp(mean);
+  if (var > 0 && count > 1)
+    printf("\nFinal estimate: PPL = %.4f +/- %.5f\n", ppl, sqrt(var / (count - 1)) * ppl);
+  else
+    printf("\nFinal estimate: PPL = %.4f (no spread to estimate an error from)\n", ppl);
 }
 
 int mkc_cmd_perplexity(int argc, char **argv) {
@@ -116,63 +271,103 @@ int mkc_cmd_perplexity(int argc, char **argv) {
   int rc = mkc_cli_parse(argc, argv, 2,
                          "--graph --preset --random-weights --prompt-ids --backend --ubatch --ctx "
                          "--blocks -m -p -f --kv-dtype --dequant --escape --no-escape --draft-max "
-                         "--chunks",
+                         "--chunks --kl-divergence-base --kl-divergence",
                          0, &c);
   if (rc == MKC_CLI_HELP) return 0;
   if (rc || (rc = mkc_cli_unescape(&c)) || (rc = check_flags(&c))) return rc;
   mkc_loaded_model m;
-  int n = 0, *toks = NULL;
+  mkc_logits_head h;
+  scorer sc = {0};
+  char tmp[4200] = "";
+  int n = 0, *toks = NULL, n_ctx;
   rc = 1;
+  if (c.kl_divergence) {
+    if (!(sc.base = open_base(c.kl_base, &h, &toks))) return 1;
+    if (c.max_ctx == 0) c.max_ctx = h.n_ctx; /* its chunks, unless a larger context is asked */
+  }
   if (mkc_loaded_plan(&c, &m) != 0) goto done;
-  if (!(toks = text_tokens(&c, &m, &n)) && n != 0) goto done; /* an empty text: too short */
-  int n_ctx = m.g.max_ctx, max_chunks = n / n_ctx;
-  if (n_ctx < 3) {
-    fprintf(stderr,
-            "mkc: error: perplexity: -c %d scores nothing (a chunk's second half but "
-            "its last token): give 3 at least\n",
-            n_ctx);
-    goto done;
+  if (sc.base) {
+    if (check_base(c.kl_base, &h, toks, &m.g) != 0) goto done;
+    n_ctx = h.n_ctx, n = h.n_chunk * h.n_ctx;
+  } else {
+    if (!(toks = text_tokens(&c, &m, &n)) && n != 0) goto done; /* an empty text: too short */
+    n_ctx = m.g.max_ctx;
+    if (n_ctx < 3) {
+      fprintf(stderr,
+              "mkc: error: perplexity: -c %d scores nothing (a chunk's second half but "
+              "its last token): give 3 at least\n",
+              n_ctx);
+      goto done;
+    }
+    if (n < 2 * n_ctx) {
+      fprintf(stderr,
+              "mkc: error: perplexity: the text is %d tokens; a context of %d needs %d at least "
+              "(two chunks; a smaller -c)\n",
+              n, n_ctx, 2 * n_ctx);
+      goto done;
+    }
   }
-  if (n < 2 * n_ctx) {
-    fprintf(stderr,
-            "mkc: error: perplexity: the text is %d tokens; a context of %d needs %d at least "
-            "(two chunks; a smaller -c)\n",
-            n, n_ctx, 2 * n_ctx);
-    goto done;
-  }
+  int max_chunks = n / n_ctx;
   int chunks = c.n_chunks < 0 || c.n_chunks > max_chunks ? max_chunks : c.n_chunks;
+  int rows = n_ctx - n_ctx / 2 - 1;
+  sc.vocab = m.g.vocab, sc.path = c.kl_base, sc.row_len = mkc_logits_row_len(m.g.vocab);
+  if (c.kl_base && !(sc.row = malloc(sc.row_len * sizeof *sc.row))) {
+    mkc_error_in(c.kl_base, "out of memory");
+    goto done;
+  }
+  if (sc.base && mkc_kld_open(&sc.kld, (size_t)chunks * rows) != 0) {
+    fprintf(stderr, "mkc: error: perplexity: out of memory\n");
+    goto done;
+  }
   if (mkc_loaded_cpu_guard(&c, &m, (double)chunks * n_ctx, "perplexity") != 0 ||
       mkc_loaded_start(&c, &m) != 0)
+    goto done;
+  if (c.kl_base && !sc.base &&
+      !(sc.save = open_save(c.kl_base, tmp, sizeof tmp, toks, n_ctx, m.g.vocab, chunks)))
     goto done;
   const mkc_tokenizer *tok = m.file.tok;
   int bos = tok && mkc_tokenizer_add_bos(tok) ? mkc_tokenizer_bos(tok) : -1;
   fprintf(stderr,
           "mkc: perplexity: %d tokens, %d chunks of %d (the last %d of each scored), %d a step, "
-          "%s backend\n",
-          n, chunks, n_ctx, n_ctx - n_ctx / 2 - 1, m.g.t_max, mkc_session_backend(m.s));
-  double nll = 0, nll2 = 0, t0 = mkc_seconds();
+          "%s backend%s%s\n",
+          n, chunks, n_ctx, rows, m.g.t_max, mkc_session_backend(m.s),
+          sc.base   ? "; compared with "
+          : sc.save ? "; log-probabilities to "
+                    : "",
+          c.kl_base ? c.kl_base : "");
+  double t0 = mkc_seconds();
   long count = 0;
   for (int i = 0; i < chunks; i++) {
     int *chunk = toks + (size_t)i * n_ctx, was = chunk[0];
     if (bos >= 0) chunk[0] = bos; /* each chunk reads from BOS, as llama-perplexity's */
-    int failed = score_chunk(m.s, &m.g, chunk, n_ctx, &nll, &nll2) != 0;
+    sc.chunk = i + 1;
+    int failed = score_chunk(m.s, &m.g, chunk, n_ctx, &sc) != 0;
     chunk[0] = was;
     if (failed) goto done;
-    count += n_ctx - n_ctx / 2 - 1;
+    count += rows;
     if (i == 0)
       fprintf(stderr, "mkc: perplexity: %.2f s a chunk, about %.1f minutes in all\n",
               mkc_seconds() - t0, (mkc_seconds() - t0) * chunks / 60);
-    printf("[%d]%.4f,", i + 1, exp(nll / count));
-    fflush(stdout);
+    print_chunk(&sc, i + 1, count);
   }
-  double mean = nll / count, var = nll2 / count - mean * mean, ppl = exp(mean);
-  if (var > 0 && count > 1)
-    printf("\nFinal estimate: PPL = %.4f +/- %.5f\n", ppl, sqrt(var / (count - 1)) * ppl);
-  else
-    printf("\nFinal estimate: PPL = %.4f (no spread to estimate an error from)\n", ppl);
+  print_final(&sc, count);
+  if (sc.save) {
+    FILE *f = sc.save;
+    sc.save = NULL;
+    if (close_save(f, tmp, c.kl_base) != 0) goto done;
+    fprintf(stderr, "mkc: perplexity: the log-probabilities of %ld positions saved to %s\n", count,
+            c.kl_base);
+  }
   fprintf(stderr, "mkc: perplexity: %ld tokens scored in %.3f s\n", count, mkc_seconds() - t0);
   rc = 0;
 done:
+  if (sc.save) {
+    fclose(sc.save);
+    unlink(tmp);
+  }
+  if (sc.base) fclose(sc.base);
+  if (sc.base) mkc_kld_close(&sc.kld);
+  free(sc.row);
   free(toks);
   mkc_loaded_close(&m);
   return rc;

@@ -1,0 +1,40 @@
+/* mkc perplexity --kl-divergence: how far a model's distributions lie from
+ * a reference model's at each scored position of a text (the reference's
+ * saved as formats/logits_file.h's rows), summed and reported as
+ * llama-perplexity reports them: both perplexities and their ratio, the KL
+ * divergence's mean and percentiles, the difference in the probability of
+ * the text's token (Δp), and how often both models' top token agree. */
+#ifndef MKC_KLD_H
+#define MKC_KLD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef struct mkc_kld {
+  double sum_nll, sum_nll2, sum_nll_base, sum_nll_base2, sum_nll_nll_base;
+  double sum_kld, sum_kld2, sum_p_diff, sum_p_diff2, sum_p_diff4;
+  float max_p_diff;
+  long n_same_top, count;
+  float *klds, *p_diffs; /* each position's, for the percentiles (cap of them) */
+  size_t cap;
+} mkc_kld;
+
+/* Room for n positions. 0, or -1 when out of memory. */
+int mkc_kld_open(mkc_kld *k, size_t n);
+void mkc_kld_close(mkc_kld *k);
+
+/* One position: this model's logits (n_vocab), the reference's row there
+ * and the text's next token tok. */
+void mkc_kld_add(mkc_kld *k, const float *logits, int n_vocab, const uint16_t *base_row, int tok);
+
+/* The table's head, and its line after chunk `chunk` (1-based): the
+ * estimates so far with their standard errors. */
+void mkc_kld_print_head(FILE *out);
+void mkc_kld_print_chunk(const mkc_kld *k, int chunk, FILE *out);
+
+/* The closing statistics (sorts the positions' values); nothing under 100
+ * positions, too few for them, as llama-perplexity prints nothing. */
+void mkc_kld_print_report(mkc_kld *k, FILE *out);
+
+#endif
