@@ -55,6 +55,38 @@ EOF
 [ "$(head -n 1 "$tmp/one")" = "$(head -n 1 "$tmp/got" | cut -d, -f1)," ] && [ "$(grep -o '\[' "$tmp/one" | wc -l)" = 1 ] \
   && ok "--chunks 1: the first chunk's estimate alone" || fail "--chunks 1" "$(cat "$tmp/one")"
 
+# --ppl-stride 31 with -c 64: window i is tokens [31i, 31i + 64), and its scored positions, 32
+# to 62, are those a plain chunk of 64 scores; so the running estimates are those of a plain
+# run over the windows laid one after another (no BOS goes first without a tokenizer)
+n_ids=$(echo "$ids" | tr ',' '\n' | wc -l)
+windows=$(python3 -c 'import sys; t = sys.argv[1].split(","); n = (len(t) - 64 + 30) // 31; print(",".join(",".join(t[31 * i:31 * i + 64]) for i in range(n)))' "$ids")
+"$mkc" perplexity "${p[@]}" --prompt-ids "$ids" -c 64 --ppl-stride 31 >"$tmp/stride" 2>"$tmp/err"
+"$mkc" perplexity "${p[@]}" --prompt-ids "$windows" -c 64 >"$tmp/laid" 2>/dev/null
+want_windows=$(((n_ids - 64 + 30) / 31))
+[ "$(grep -o '\[' "$tmp/stride" | wc -l)" = "$want_windows" ] && [ "$(head -1 "$tmp/stride")" = "$(head -1 "$tmp/laid")" ] \
+  && ok "--ppl-stride 31: $want_windows windows of $n_ids tokens, the estimates of the windows laid end to end" \
+  || fail "--ppl-stride 31" "$(head -1 "$tmp/stride")" "$(head -1 "$tmp/laid")" "$(tail -2 "$tmp/err")"
+"$mkc" perplexity "${p[@]}" --prompt-ids "$ids" -c 64 --ppl-stride 10 >"$tmp/s10" 2>/dev/null
+[ "$(grep -o '\[' "$tmp/s10" | wc -l)" = $(((n_ids - 64 + 9) / 10)) ] \
+  && ok "--ppl-stride 10: $(((n_ids - 64 + 9) / 10)) windows (as many as start before the text's end is passed)" \
+  || fail "--ppl-stride 10" "$(cat "$tmp/s10")"
+"$mkc" perplexity "${p[@]}" --prompt-ids "$ids" -c 64 --ppl-stride 31 --ppl-output-type 1 >"$tmp/t1" 2>/dev/null
+python3 - "$tmp/t1" "$tmp/stride" <<'EOF' && ok "--ppl-output-type 1 with a stride: a line a window, its start and estimate" || fail "--ppl-output-type 1 with a stride" "$(cat "$tmp/t1")"
+import re, sys
+lines = [l.split() for l in open(sys.argv[1]) if re.match(r"^ {3,}\d+  \d", l)]
+want = re.findall(r"\[\d+\]([0-9.]+),", open(sys.argv[2]).read())
+sys.exit(0 if [l[1] for l in lines] == want and [int(l[0]) for l in lines] == [31 * i for i in range(len(want))] else 1)
+EOF
+"$mkc" perplexity "${p[@]}" --prompt-ids "$ids" -c 64 --ppl-output-type 1 >"$tmp/t1" 2>/dev/null
+python3 - "$tmp/t1" "$tmp/got" <<'EOF' && ok "--ppl-output-type 1: a line a chunk, its start, estimate, mean NLL (its log) and standard error" || fail "--ppl-output-type 1" "$(cat "$tmp/t1")"
+import math, re, sys
+lines = [l.split() for l in open(sys.argv[1]) if re.match(r"^ {3,}\d+  \d", l)]
+want = re.findall(r"\[\d+\]([0-9.]+),", open(sys.argv[2]).read())
+ok = [l[1] for l in lines] == want and [l[0] for l in lines] == ["0", "64"]
+ok = ok and all(abs(math.log(float(l[1])) - float(l[2])) < 1e-4 and float(l[3]) > 0 for l in lines)
+sys.exit(0 if ok else 1)
+EOF
+
 # a text through the tokenizer: the same as its ids (with BOS where the model adds one)
 model=$tmp/t.gguf
 if tiny_smol "$model"; then
@@ -75,6 +107,12 @@ expect_error "a text shorter than two chunks" \
 expect_error "-c 2, whose chunks score nothing" \
   "mkc: error: perplexity: -c 2 scores nothing (a chunk's second half but its last token): give 3 at least" \
   -- perplexity "${p[@]}" --prompt-ids "$ids" -c 2
+expect_error "--ppl-stride as long as the context" \
+  "mkc: error: perplexity: --ppl-stride 64: a window of 64 scores at most 63 tokens" \
+  -- perplexity "${p[@]}" --prompt-ids "$ids" -c 64 --ppl-stride 64
+expect_error "--ppl-stride with --kl-divergence-base" \
+  "mkc: error: perplexity: --ppl-stride scores windows, which --kl-divergence-base's file does not hold: not with it" \
+  -- perplexity "${p[@]}" --prompt-ids "$ids" -c 64 --ppl-stride 8 --kl-divergence-base "$tmp/x.kld"
 expect_error "--chunks 0" "mkc: error: perplexity: --chunks N needs N >= 1 (-1: all)" \
   -- perplexity "${p[@]}" --prompt-ids 1,2 --chunks 0
 expect_error "a text with no model" "mkc: error: perplexity: a text needs a model with a tokenizer (-m)" \

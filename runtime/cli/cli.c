@@ -253,6 +253,8 @@ static const struct {
     {"--repetitions", 1, 100, offsetof(mkc_cli, repetitions)},
     {"--timeout", 1, 86400, offsetof(mkc_cli, http_timeout)},
     {"--chunks", -1, INT_MAX / 2, offsetof(mkc_cli, n_chunks)},
+    {"--ppl-stride", 0, 1 << 20, offsetof(mkc_cli, ppl_stride)},
+    {"--ppl-output-type", 0, 1, offsetof(mkc_cli, ppl_output_type)},
 };
 
 /* The sampler's numeric options: value range, where it goes, and its bit in

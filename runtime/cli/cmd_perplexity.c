@@ -39,6 +39,12 @@ static const char USAGE[] =
     "  -c, --ctx N            each chunk's tokens (default: the model's context,\n"
     "                         capped at 4096); the text must hold two chunks at least\n"
     "  --chunks N             at most N chunks (default: all the text holds)\n"
+    "  --ppl-stride S         windows of N that start S apart, the last S tokens of\n"
+    "                         each scored, no BOS put first (llama-perplexity's\n"
+    "                         windows are its -c plus S / 2 rounded up to 256: give\n"
+    "                         that as -c for its numbers)\n"
+    "  --ppl-output-type 1    a line a chunk: its start, the estimate (and, without\n"
+    "                         a stride, the mean NLL and its standard error)\n"
     "  --draft-max K          the scored half goes K + 1 tokens a step (default 7)\n"
     "  --kl-divergence-base FILE  also write each scored position's log-probabilities\n"
     "                         to FILE (llama-perplexity's file; --save-all-logits)\n"
@@ -58,6 +64,9 @@ static int check_flags(const mkc_cli *c) {
   if (!c->kl_divergence && !!c->prompt + !!c->prompt_file + !!c->prompt_ids != 1)
     return mkc_cli_usage_error("%s", "perplexity: give the text as -f FILE, -p TEXT or "
                                      "--prompt-ids: one of them");
+  if (c->ppl_stride && (c->kl_base || c->kl_divergence))
+    return mkc_cli_usage_error("%s", "perplexity: --ppl-stride scores windows, which "
+                                     "--kl-divergence-base's file does not hold: not with it");
   if (c->n_chunks == 0 || c->n_chunks < -1)
     return mkc_cli_usage_error("%s", "perplexity: --chunks N needs N >= 1 (-1: all)");
   int rc = mkc_cli_check_model(c, "perplexity");
@@ -134,11 +143,12 @@ static int score_row(scorer *sc, const float *logits, int tok) {
 }
 
 /* One chunk, toks[0..n) (its first already BOS where it should be), from an empty cache: each
- * token of its second half scored (score_row) by the logits before it. 0, or -1 after a
+ * token after position `first` scored (score_row) by the logits before it. 0, or -1 after a
  * message. */
-static int score_chunk(mkc_session *s, const mkc_graph *g, const int *toks, int n, scorer *sc) {
+static int score_chunk(mkc_session *s, const mkc_graph *g, const int *toks, int n, int first,
+                       scorer *sc) {
   mkc_session_reset(s);
-  int first = n / 2, pos = 0;
+  int pos = 0;
   mkc_step_result r;
   while (pos < n - 1) { /* the last token's logits score nothing */
     /* the first half as prompt chunks (no logits wanted), then steps whose every input's are */
@@ -163,92 +173,20 @@ static int score_chunk(mkc_session *s, const mkc_graph *g, const int *toks, int 
   return 0;
 }
 
-/* --kl-divergence: the file of log-probabilities open at its rows, its header in *h and its
- * tokens in *toks (malloc'd). NULL after a message. */
-static FILE *open_base(const char *path, mkc_logits_head *h, int **toks) {
-  FILE *f = fopen(path, "rb");
-  struct stat st;
-  unsigned char head[MKC_LOGITS_HEAD];
-  char why[200];
-  *toks = NULL;
-  if (!f) return mkc_error_in(path, "cannot open: %s", strerror(errno)), NULL;
-  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-    fclose(f);
-    return mkc_error_in(path, "not a regular file"), NULL;
-  }
-  size_t got = fread(head, 1, sizeof head, f);
-  if (mkc_logits_head_parse(head, got, (uint64_t)st.st_size, h, why, sizeof why) != 0) {
-    fclose(f);
-    return mkc_error_in(path, "%s", why), NULL;
-  }
-  size_t n = (size_t)h->n_chunk * (size_t)h->n_ctx; /* within the file's size */
-  int32_t *ids = malloc(n * sizeof *ids);
-  if (!ids || fread(ids, sizeof *ids, n, f) != n) {
-    free(ids);
-    fclose(f);
-    return mkc_error_in(path, ids ? "its tokens cut short (changed while read?)" : "out of memory"),
-           NULL;
-  }
-  *toks = (int *)ids;
-  return f;
-}
-
-/* The tokens of a file of log-probabilities, checked against the model: 0, or -1 after a
- * message. */
-static int check_base(const char *path, const mkc_logits_head *h, const int *toks,
-                      const mkc_graph *g) {
-  if (h->n_vocab != g->vocab)
-    return mkc_error_in(path,
-                        "log-probabilities over %d tokens, where the model has %d: another "
-                        "vocabulary's",
-                        h->n_vocab, g->vocab);
-  if (g->max_ctx < h->n_ctx)
-    return mkc_error_in(path, "chunks of %d tokens, where the model's context is %d (-c)", h->n_ctx,
-                        g->max_ctx);
-  for (size_t i = 0; i < (size_t)h->n_chunk * h->n_ctx; i++)
-    if (toks[i] < 0 || toks[i] >= g->vocab)
-      return mkc_error_in(path, "token %d at position %zu is outside the vocabulary (0..%d)",
-                          toks[i], i, g->vocab - 1);
-  return 0;
-}
-
-/* --kl-divergence-base without --kl-divergence: a temporary file beside path, its header and
- * the chunks' tokens written (as tokenized). NULL after a message. */
-static FILE *open_save(const char *path, char *tmp, size_t cap, const int *toks, int n_ctx,
-                       int vocab, int chunks) {
-  unsigned char head[MKC_LOGITS_HEAD];
-  if (mkc_temp_path(path, tmp, cap) != 0) return mkc_error_in(path, "name too long"), NULL;
-  FILE *f = fopen(tmp, "wb");
-  if (!f) return mkc_error_in(path, "cannot write: %s", strerror(errno)), NULL;
-  mkc_logits_head_write(head, n_ctx, vocab, chunks);
-  size_t n = (size_t)chunks * n_ctx;
-  if (fwrite(head, 1, sizeof head, f) != sizeof head || fwrite(toks, sizeof *toks, n, f) != n) {
-    mkc_error_in(path, "cannot write: %s", strerror(errno));
-    fclose(f);
-    unlink(tmp);
-    return NULL;
-  }
-  return f;
-}
-
-/* The saved file complete: renamed over path. 0, or -1 after a message (the temporary gone). */
-static int close_save(FILE *f, const char *tmp, const char *path) {
-  int bad = ferror(f) | fflush(f) | fsync(fileno(f));
-  bad |= fclose(f);
-  if (bad || rename(tmp, path) != 0) {
-    unlink(tmp);
-    return mkc_error_in(path, "cannot write: %s", strerror(errno));
-  }
-  return 0;
-}
-
-/* The running estimates' line, and the closing one. */
-static void print_chunk(const scorer *sc, int chunk, long count) {
+/* The running estimates' line after chunk `chunk` (1-based) starting at token `start`, and the
+ * closing one. */
+static void print_chunk(const mkc_cli *c, const scorer *sc, int chunk, int start, long count) {
+  double mean = sc->nll / count, var = sc->nll2 / count - mean * mean;
   if (sc->base) {
     if (chunk == 1) mkc_kld_print_head(stdout);
     mkc_kld_print_chunk(&sc->kld, chunk, stdout);
-  } else {
-    printf("[%d]%.4f,", chunk, exp(sc->nll / count));
+  } else if (c->ppl_output_type == 0) {
+    printf("[%d]%.4f,", chunk, exp(mean));
+  } else if (c->ppl_stride) {
+    printf("%8d  %.4f\n", start, exp(mean));
+  } else { /* llama-perplexity's: the mean NLL and its standard error */
+    printf("%8d  %.4f  %f  %f\n", start, exp(mean), mean,
+           var > 0 && count > 1 ? sqrt(var / (count - 1)) : var);
   }
   fflush(stdout);
 }
@@ -271,7 +209,8 @@ int mkc_cmd_perplexity(int argc, char **argv) {
   int rc = mkc_cli_parse(argc, argv, 2,
                          "--graph --preset --random-weights --prompt-ids --backend --ubatch --ctx "
                          "--blocks -m -p -f --kv-dtype --dequant --escape --no-escape --draft-max "
-                         "--chunks --kl-divergence-base --kl-divergence",
+                         "--chunks --kl-divergence-base --kl-divergence --ppl-stride "
+                         "--ppl-output-type",
                          0, &c);
   if (rc == MKC_CLI_HELP) return 0;
   if (rc || (rc = mkc_cli_unescape(&c)) || (rc = check_flags(&c))) return rc;
@@ -282,12 +221,12 @@ int mkc_cmd_perplexity(int argc, char **argv) {
   int n = 0, *toks = NULL, n_ctx;
   rc = 1;
   if (c.kl_divergence) {
-    if (!(sc.base = open_base(c.kl_base, &h, &toks))) return 1;
+    if (!(sc.base = mkc_kld_open_base(c.kl_base, &h, &toks))) return 1;
     if (c.max_ctx == 0) c.max_ctx = h.n_ctx; /* its chunks, unless a larger context is asked */
   }
   if (mkc_loaded_plan(&c, &m) != 0) goto done;
   if (sc.base) {
-    if (check_base(c.kl_base, &h, toks, &m.g) != 0) goto done;
+    if (mkc_kld_check_base(c.kl_base, &h, toks, &m.g) != 0) goto done;
     n_ctx = h.n_ctx, n = h.n_chunk * h.n_ctx;
   } else {
     if (!(toks = text_tokens(&c, &m, &n)) && n != 0) goto done; /* an empty text: too short */
@@ -307,9 +246,18 @@ int mkc_cmd_perplexity(int argc, char **argv) {
       goto done;
     }
   }
-  int max_chunks = n / n_ctx;
+  /* chunks one after another, each scored from its middle; or windows `stride` apart, as many
+   * as start before the last window's end passes the text's, each scoring its last `stride` */
+  int stride = c.ppl_stride, step = stride ? stride : n_ctx;
+  if (stride >= n_ctx) {
+    fprintf(stderr,
+            "mkc: error: perplexity: --ppl-stride %d: a window of %d scores at most %d tokens\n",
+            stride, n_ctx, n_ctx - 1);
+    goto done;
+  }
+  int max_chunks = stride ? (n - n_ctx + stride - 1) / stride : n / n_ctx;
   int chunks = c.n_chunks < 0 || c.n_chunks > max_chunks ? max_chunks : c.n_chunks;
-  int rows = n_ctx - n_ctx / 2 - 1;
+  int first = stride ? n_ctx - stride - 1 : n_ctx / 2, rows = n_ctx - 1 - first;
   sc.vocab = m.g.vocab, sc.path = c.kl_base, sc.row_len = mkc_logits_row_len(m.g.vocab);
   if (c.kl_base && !(sc.row = malloc(sc.row_len * sizeof *sc.row))) {
     mkc_error_in(c.kl_base, "out of memory");
@@ -323,14 +271,15 @@ int mkc_cmd_perplexity(int argc, char **argv) {
       mkc_loaded_start(&c, &m) != 0)
     goto done;
   if (c.kl_base && !sc.base &&
-      !(sc.save = open_save(c.kl_base, tmp, sizeof tmp, toks, n_ctx, m.g.vocab, chunks)))
+      !(sc.save = mkc_kld_open_save(c.kl_base, tmp, sizeof tmp, toks, n_ctx, m.g.vocab, chunks)))
     goto done;
   const mkc_tokenizer *tok = m.file.tok;
   int bos = tok && mkc_tokenizer_add_bos(tok) ? mkc_tokenizer_bos(tok) : -1;
   fprintf(stderr,
-          "mkc: perplexity: %d tokens, %d chunks of %d (the last %d of each scored), %d a step, "
+          "mkc: perplexity: %d tokens, %d %s of %d (the last %d of each scored), %d a step, "
           "%s backend%s%s\n",
-          n, chunks, n_ctx, rows, m.g.t_max, mkc_session_backend(m.s),
+          n, chunks, stride ? "windows" : "chunks", n_ctx, rows, m.g.t_max,
+          mkc_session_backend(m.s),
           sc.base   ? "; compared with "
           : sc.save ? "; log-probabilities to "
                     : "",
@@ -338,23 +287,25 @@ int mkc_cmd_perplexity(int argc, char **argv) {
   double t0 = mkc_seconds();
   long count = 0;
   for (int i = 0; i < chunks; i++) {
-    int *chunk = toks + (size_t)i * n_ctx, was = chunk[0];
-    if (bos >= 0) chunk[0] = bos; /* each chunk reads from BOS, as llama-perplexity's */
+    int *chunk = toks + (size_t)i * step, was = chunk[0];
+    /* each chunk reads from BOS, as llama-perplexity's; its windows do not (it puts BOS in
+     * after they are read) */
+    if (bos >= 0 && !stride) chunk[0] = bos;
     sc.chunk = i + 1;
-    int failed = score_chunk(m.s, &m.g, chunk, n_ctx, &sc) != 0;
+    int failed = score_chunk(m.s, &m.g, chunk, n_ctx, first, &sc) != 0;
     chunk[0] = was;
     if (failed) goto done;
     count += rows;
     if (i == 0)
       fprintf(stderr, "mkc: perplexity: %.2f s a chunk, about %.1f minutes in all\n",
               mkc_seconds() - t0, (mkc_seconds() - t0) * chunks / 60);
-    print_chunk(&sc, i + 1, count);
+    print_chunk(&c, &sc, i + 1, i * step, count);
   }
   print_final(&sc, count);
   if (sc.save) {
     FILE *f = sc.save;
     sc.save = NULL;
-    if (close_save(f, tmp, c.kl_base) != 0) goto done;
+    if (mkc_kld_close_save(f, tmp, c.kl_base) != 0) goto done;
     fprintf(stderr, "mkc: perplexity: the log-probabilities of %ld positions saved to %s\n", count,
             c.kl_base);
   }

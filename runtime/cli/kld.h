@@ -11,6 +11,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "codegen/graph.h"
+#include "formats/logits_file.h"
+
 typedef struct mkc_kld {
   double sum_nll, sum_nll2, sum_nll_base, sum_nll_base2, sum_nll_nll_base;
   double sum_kld, sum_kld2, sum_p_diff, sum_p_diff2, sum_p_diff4;
@@ -36,5 +39,20 @@ void mkc_kld_print_chunk(const mkc_kld *k, int chunk, FILE *out);
 /* The closing statistics (sorts the positions' values); nothing under 100
  * positions, too few for them, as llama-perplexity prints nothing. */
 void mkc_kld_print_report(mkc_kld *k, FILE *out);
+
+/* The files (kld_file.c). --kl-divergence: the reference's file open at its
+ * rows, its header in *h and its tokens in *toks (malloc'd); NULL after a
+ * message. Then its counts and tokens checked against the model g: 0, or -1
+ * after a message. */
+FILE *mkc_kld_open_base(const char *path, mkc_logits_head *h, int **toks);
+int mkc_kld_check_base(const char *path, const mkc_logits_head *h, const int *toks,
+                       const mkc_graph *g);
+/* --kl-divergence-base alone: a temporary file beside path (its name into
+ * tmp), its header and the chunks' tokens written as tokenized; NULL after a
+ * message. Closing renames it over path when whole: 0, or -1 after a
+ * message with the temporary gone. */
+FILE *mkc_kld_open_save(const char *path, char *tmp, size_t cap, const int *toks, int n_ctx,
+                        int vocab, int chunks);
+int mkc_kld_close_save(FILE *f, const char *tmp, const char *path);
 
 #endif
