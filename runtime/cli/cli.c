@@ -170,6 +170,8 @@ static const struct {
     {"--in-prefix-bos", offsetof(mkc_cli, in_prefix_bos)},
     {"--multiline-input", offsetof(mkc_cli, multiline)},
     {"--kl-divergence", offsetof(mkc_cli, kl_divergence)},
+    {"--hellaswag", offsetof(mkc_cli, hellaswag)},
+    {"--winogrande", offsetof(mkc_cli, winogrande)},
 };
 
 /* llama.cpp's other spellings of mkc's flags (taken where the command takes
@@ -255,6 +257,8 @@ static const struct {
     {"--chunks", -1, INT_MAX / 2, offsetof(mkc_cli, n_chunks)},
     {"--ppl-stride", 0, 1 << 20, offsetof(mkc_cli, ppl_stride)},
     {"--ppl-output-type", 0, 1, offsetof(mkc_cli, ppl_output_type)},
+    {"--hellaswag-tasks", 1, INT_MAX / 2, offsetof(mkc_cli, hellaswag_tasks)},
+    {"--winogrande-tasks", 0, INT_MAX / 2, offsetof(mkc_cli, winogrande_tasks)},
 };
 
 /* The sampler's numeric options: value range, where it goes, and its bit in

@@ -90,23 +90,26 @@ typedef struct mkc_cli {
   int escape, no_escape; /* -e/--escape (llama.cpp's default too), --no-escape: -p, -r */
   const char *reverse[MKC_REVERSE_MAX]; /* -r/--reverse-prompt TEXT, each time given */
   int n_reverse;
-  int verbose;              /* --verbose: chat prints each turn's stats */
-  int json;                 /* --json: run prints JSON lines, one per generated token */
-  const char *format;       /* --format json|SCHEMA (-j/--json-schema): JSON output */
-  const char *schema_file;  /* --json-schema-file FILE (-jf): the schema from a file */
-  const char *grammar;      /* --grammar GBNF: the answer follows the grammar */
-  const char *grammar_file; /* --grammar-file FILE: the grammar from a file */
-  int draft_min;            /* --draft-min K: the adaptive depth's floor */
-  int draft_adaptive;       /* --draft-adaptive: the depth follows the acceptance rate */
-  int rounds;               /* --rounds R: decode rounds per kernel launch (0: 1) */
-  int dequant;              /* --dequant: the model's quantized matrices widened to bf16 */
-  int depth;                /* bench -d/--n-depth N: tokens in the cache before each test */
-  int n_chunks;             /* perplexity --chunks N (-1: all the text holds) */
-  const char *kl_base;      /* perplexity --kl-divergence-base FILE: the log-probabilities' file */
-  int kl_divergence;        /* perplexity --kl-divergence: compare with kl_base's */
-  int ppl_stride;           /* perplexity --ppl-stride S: windows S apart, their last S scored */
-  int ppl_output_type;      /* perplexity --ppl-output-type 1: a line a chunk */
-  int stages;               /* bench --stages: a kernel with stage timers, and their table */
+  int verbose;               /* --verbose: chat prints each turn's stats */
+  int json;                  /* --json: run prints JSON lines, one per generated token */
+  const char *format;        /* --format json|SCHEMA (-j/--json-schema): JSON output */
+  const char *schema_file;   /* --json-schema-file FILE (-jf): the schema from a file */
+  const char *grammar;       /* --grammar GBNF: the answer follows the grammar */
+  const char *grammar_file;  /* --grammar-file FILE: the grammar from a file */
+  int draft_min;             /* --draft-min K: the adaptive depth's floor */
+  int draft_adaptive;        /* --draft-adaptive: the depth follows the acceptance rate */
+  int rounds;                /* --rounds R: decode rounds per kernel launch (0: 1) */
+  int dequant;               /* --dequant: the model's quantized matrices widened to bf16 */
+  int depth;                 /* bench -d/--n-depth N: tokens in the cache before each test */
+  int n_chunks;              /* perplexity --chunks N (-1: all the text holds) */
+  const char *kl_base;       /* perplexity --kl-divergence-base FILE: the log-probabilities' file */
+  int kl_divergence;         /* perplexity --kl-divergence: compare with kl_base's */
+  int ppl_stride;            /* perplexity --ppl-stride S: windows S apart, their last S scored */
+  int ppl_output_type;       /* perplexity --ppl-output-type 1: a line a chunk */
+  int hellaswag, winogrande; /* perplexity --hellaswag, --winogrande: -f is their dataset */
+  int hellaswag_tasks;       /* --hellaswag-tasks N (default 400) */
+  int winogrande_tasks;      /* --winogrande-tasks N (0: all) */
+  int stages;                /* bench --stages: a kernel with stage timers, and their table */
   /* The draft source (cli/draft_source.h); neither: prompt lookup */
   int draft_layers;             /* --draft-layers L: self-speculation on the first L layers */
   const char *draft_model_path; /* -md FILE: a draft model with the target's vocabulary */

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "choice_score.h"
 #include "cli.h"
 #include "commands.h"
 #include "formats/logits_file.h"
@@ -24,6 +25,7 @@
 static const char USAGE[] =
     "usage: mkc perplexity -m MODEL -f FILE [-c N] [--chunks N] [options]\n"
     "       mkc perplexity -m MODEL --kl-divergence --kl-divergence-base FILE\n"
+    "       mkc perplexity -m MODEL --hellaswag|--winogrande -f DATASET\n"
     "       mkc perplexity --preset P --random-weights SEED --prompt-ids IDS -c N\n"
     "\n"
     "The text's perplexity, as llama.cpp's llama-perplexity computes it: the\n"
@@ -51,10 +53,25 @@ static const char USAGE[] =
     "  --kl-divergence        compare with FILE's instead (its text, its chunks): the\n"
     "                         two perplexities, the KL divergence, the difference in\n"
     "                         the text's tokens' probabilities, the same top token\n"
+    "  --hellaswag            llama-perplexity's HellaSwag score of -f FILE (its\n"
+    "                         hellaswag_val_full.txt: 6 lines a task)\n"
+    "  --hellaswag-tasks N    N of its tasks, chosen as llama-perplexity chooses them\n"
+    "                         (default 400)\n"
+    "  --winogrande           llama-perplexity's Winogrande score of -f FILE (a CSV:\n"
+    "                         INDEX,SENTENCE,CHOICE1,CHOICE2,ANSWER)\n"
+    "  --winogrande-tasks N   N of its tasks, chosen as llama-perplexity chooses them\n"
+    "                         (default 0: all, in order)\n"
     "  --backend B, -ngl N, --kv-dtype T, --ubatch N, -t/--threads N, --dequant,\n"
     "  --lora FILE, --lora-scaled FILE:SCALE: as for run\n";
 
 static int check_flags(const mkc_cli *c) {
+  if (c->hellaswag + c->winogrande + (c->kl_base || c->kl_divergence) + !!c->ppl_stride > 1)
+    return mkc_cli_usage_error("%s",
+                               "perplexity: --hellaswag, --winogrande, --kl-divergence(-base) "
+                               "and --ppl-stride are different measures: one at a time");
+  if ((c->hellaswag || c->winogrande) && !c->prompt_file && !c->prompt)
+    return mkc_cli_usage_error("%s", "perplexity: --hellaswag and --winogrande read their tasks "
+                                     "from -f FILE: give it");
   if (c->kl_divergence && !c->kl_base)
     return mkc_cli_usage_error("%s", "perplexity: --kl-divergence compares with the "
                                      "log-probabilities of --kl-divergence-base FILE: give it");
@@ -64,9 +81,6 @@ static int check_flags(const mkc_cli *c) {
   if (!c->kl_divergence && !!c->prompt + !!c->prompt_file + !!c->prompt_ids != 1)
     return mkc_cli_usage_error("%s", "perplexity: give the text as -f FILE, -p TEXT or "
                                      "--prompt-ids: one of them");
-  if (c->ppl_stride && (c->kl_base || c->kl_divergence))
-    return mkc_cli_usage_error("%s", "perplexity: --ppl-stride scores windows, which "
-                                     "--kl-divergence-base's file does not hold: not with it");
   if (c->n_chunks == 0 || c->n_chunks < -1)
     return mkc_cli_usage_error("%s", "perplexity: --chunks N needs N >= 1 (-1: all)");
   int rc = mkc_cli_check_model(c, "perplexity");
@@ -94,17 +108,6 @@ static int *text_tokens(const mkc_cli *c, const mkc_loaded_model *m, int *n) {
             : -1;
   free(text);
   return *n < 0 ? NULL : ids;
-}
-
-/* -log p(tok) under logits (vocab of them), as llama-perplexity works it out: the largest
- * subtracted, the sum of the exponentials in double. */
-static double nll_of(const float *logits, int vocab, int tok) {
-  float max = logits[0];
-  for (int i = 1; i < vocab; i++)
-    if (logits[i] > max) max = logits[i];
-  double sum = 0;
-  for (int i = 0; i < vocab; i++) sum += expf(logits[i] - max);
-  return -(logits[tok] - max - log(sum));
 }
 
 /* Where each scored position goes: the sums of its negative log-likelihood; with
@@ -136,7 +139,7 @@ static int score_row(scorer *sc, const float *logits, int tok) {
     if (fwrite(sc->row, sizeof *sc->row, sc->row_len, sc->save) != sc->row_len)
       return mkc_error_in(sc->path, "cannot write: %s", strerror(errno));
   } else {
-    v = nll_of(logits, sc->vocab, tok);
+    v = mkc_token_nll(logits, sc->vocab, tok);
   }
   sc->nll += v, sc->nll2 += v * v;
   return 0;
@@ -205,12 +208,13 @@ static void print_final(scorer *sc, long count) {
 }
 
 int mkc_cmd_perplexity(int argc, char **argv) {
-  mkc_cli c = {.usage = USAGE, .n_chunks = -1, .draft_max = 7};
+  mkc_cli c = {.usage = USAGE, .n_chunks = -1, .draft_max = 7, .hellaswag_tasks = 400};
   int rc = mkc_cli_parse(argc, argv, 2,
                          "--graph --preset --random-weights --prompt-ids --backend --ubatch --ctx "
                          "--blocks -m -p -f --kv-dtype --dequant --escape --no-escape --draft-max "
                          "--chunks --kl-divergence-base --kl-divergence --ppl-stride "
-                         "--ppl-output-type",
+                         "--ppl-output-type --hellaswag --hellaswag-tasks --winogrande "
+                         "--winogrande-tasks",
                          0, &c);
   if (rc == MKC_CLI_HELP) return 0;
   if (rc || (rc = mkc_cli_unescape(&c)) || (rc = check_flags(&c))) return rc;
@@ -225,6 +229,18 @@ int mkc_cmd_perplexity(int argc, char **argv) {
     if (c.max_ctx == 0) c.max_ctx = h.n_ctx; /* its chunks, unless a larger context is asked */
   }
   if (mkc_loaded_plan(&c, &m) != 0) goto done;
+  if (c.hellaswag || c.winogrande) {
+    /* a rough count of tokens read: a HellaSwag task's four candidates are some 150, a
+     * Winogrande file's every task is read, about one token in four of its bytes */
+    struct stat st;
+    double tokens = c.hellaswag                                      ? c.hellaswag_tasks * 150.0
+                    : c.winogrande_tasks                             ? c.winogrande_tasks * 60.0
+                    : c.prompt_file && stat(c.prompt_file, &st) == 0 ? st.st_size / 4.0
+                                                                     : 0;
+    if (mkc_loaded_cpu_guard(&c, &m, tokens, "perplexity") == 0 && mkc_loaded_start(&c, &m) == 0)
+      rc = c.hellaswag ? mkc_perplexity_hellaswag(&c, &m) : mkc_perplexity_winogrande(&c, &m);
+    goto done;
+  }
   if (sc.base) {
     if (mkc_kld_check_base(c.kl_base, &h, toks, &m.g) != 0) goto done;
     n_ctx = h.n_ctx, n = h.n_chunk * h.n_ctx;

@@ -9,6 +9,15 @@
 
 #include "formats/logits_file.h"
 
+double mkc_token_nll(const float *logits, int vocab, int tok) {
+  float max = logits[0];
+  for (int i = 1; i < vocab; i++)
+    if (logits[i] > max) max = logits[i];
+  double sum = 0;
+  for (int i = 0; i < vocab; i++) sum += expf(logits[i] - max);
+  return -(logits[tok] - max - log(sum));
+}
+
 int mkc_kld_open(mkc_kld *k, size_t n) {
   memset(k, 0, sizeof *k);
   k->klds = malloc((n ? n : 1) * sizeof *k->klds);

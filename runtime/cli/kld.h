@@ -23,6 +23,10 @@ typedef struct mkc_kld {
   size_t cap;
 } mkc_kld;
 
+/* -log p(tok) under logits (vocab of them), as llama-perplexity works it out: the largest
+ * subtracted, the sum of the exponentials in double. */
+double mkc_token_nll(const float *logits, int vocab, int tok);
+
 /* Room for n positions. 0, or -1 when out of memory. */
 int mkc_kld_open(mkc_kld *k, size_t n);
 void mkc_kld_close(mkc_kld *k);
