@@ -2,7 +2,8 @@
  * (cli/choice_tasks.h, perplexity --hellaswag and --winogrande): any bytes
  * parse as each or are refused with a message, never read past the input;
  * a parsed task's strings lie inside it and are NUL-terminated there, its
- * gold index or answer in range. Seeds in fuzz/corpus/choice_tasks. */
+ * gold index or answer in range; and as a --multiple-choice file, each task
+ * read in turn and at its position. Seeds in fuzz/corpus/choice_tasks. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       inside(w[t].choice[0], b, size), inside(w[t].choice[1], b, size);
     }
     free(w);
+  }
+  /* --multiple-choice's binary file: every task read one after another and at its position */
+  if (mkc_mc_count(data, size, "fuzz", &n) == 0) {
+    size_t at = 4 + 4 * (size_t)n;
+    for (int i = 0; i < n; i++) {
+      mkc_mc_task t;
+      size_t pos = mkc_mc_position(data, i);
+      check(pos < size);
+      if (mkc_mc_read(data, size, &at, "fuzz", i, &t) == 0) {
+        check(at <= size && t.n_answers >= 1 && t.n_answers <= 100 && t.question[0]);
+        for (int e = 0; e < t.n_answers; e++) check(t.answers[e][0] != '\0');
+        mkc_mc_free(&t);
+      }
+      if (mkc_mc_read(data, size, &pos, "fuzz", i, &t) == 0) mkc_mc_free(&t);
+    }
   }
   free(a), free(b);
   return 0;

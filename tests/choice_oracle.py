@@ -1,10 +1,13 @@
 """The oracle of tests/test_choice.sh: llama-perplexity's HellaSwag and
 Winogrande scores worked out without mkc's scorer.
 
-  choice_oracle.py hellaswag|winogrande DATASET TASKS MKC MODEL
-      prints the lines `mkc perplexity --hellaswag` (--winogrande) should
-      print for TASKS tasks of DATASET (0: all), then a last line "tolerance
-      T": Winogrande's printed scores may differ from these by T.
+  choice_oracle.py hellaswag|winogrande|multiple DATASET TASKS MKC MODEL
+      prints the lines `mkc perplexity --hellaswag` (--winogrande,
+      --multiple-choice) should print for TASKS tasks of DATASET (0: all),
+      then a last line "tolerance T": Winogrande's printed scores may differ
+      from these by T.
+  choice_oracle.py write-mc FILE
+      writes a small --multiple-choice file (llama.cpp's binary layout).
 
 Each candidate text is tokenized by `mkc tokenize`; the tasks are chosen as
 llama-perplexity chooses them, with Python's own Mersenne Twister (its
@@ -109,9 +112,10 @@ def hellaswag(path, count, mkc, model, tmp):
         t = tasks.pop(uniform(draw, len(tasks) - 1))
         seqs = [tokens(mkc, model, t[0] + " " + e) for e in t[2:6]]
         p = shared(seqs)
-        means = [mean(mkc, model, s, p, len(s), tmp)[0] for s in seqs]
+        scored = [mean(mkc, model, s, p, len(s), tmp) for s in seqs]
+        means, half = [m for m, _ in scored], max(h for _, h in scored)
         order = sorted(means, reverse=True)
-        assert order[0] - order[1] > 1e-4, "a near tie: the oracle cannot tell the answer"
+        assert order[0] - order[1] > 2 * half + 1e-6, "a near tie: the oracle cannot tell the answer"
         correct += means.index(order[0]) == int(t[1])
         n = i + 1
         freq, za = correct / n, 1.95996398454
@@ -154,15 +158,7 @@ def split_csv(line):
 def winogrande(path, count, mkc, model, tmp):
     tasks = [t for t in map(split_csv, open(path).read().splitlines()) if t]
     if 0 < count < len(tasks):
-        draw, left, chosen = mt19937(1), list(range(len(tasks))), []
-        scale = f32(1 / f32(1 + 4294967295.0))
-        for i in range(count):
-            size = len(left)
-            j = min(int(f32(f32(scale * f32(draw())) * size)), size - 1)
-            chosen.append(tasks[left[j]])
-            left[j] = left[-1]
-            left.pop()
-        tasks = chosen
+        tasks = [tasks[i] for i in pick(len(tasks), count)]
     out, correct, tol = [], 0, 0.0
     for i, (first, second, c1, c2, answer) in enumerate(tasks):
         seqs = [tokens(mkc, model, first + c + second) for c in (c1, c2)]
@@ -185,7 +181,98 @@ def winogrande(path, count, mkc, model, tmp):
     print("\n".join(out))
 
 
+def pick(n, count):  # Winogrande's and --multiple-choice's draws: float scaling of the raw draw
+    draw, left, chosen = mt19937(1), list(range(n)), []
+    scale = f32(1 / f32(1 + 4294967295.0))
+    for i in range(count):
+        size = len(left)
+        j = min(int(f32(f32(scale * f32(draw())) * size)), size - 1)
+        chosen.append(left[j])
+        left[j] = left[-1]
+        left.pop()
+    return chosen
+
+
+def mc_tasks(path):
+    buf = open(path, "rb").read()
+    n = struct.unpack_from("<I", buf, 0)[0]
+    positions = struct.unpack_from("<%dI" % n, buf, 4)
+
+    def string(at):
+        size = struct.unpack_from("<I", buf, at)[0]
+        return buf[at + 4:at + 4 + size].decode(), at + 4 + size
+
+    def answers(at):
+        k = struct.unpack_from("<I", buf, at)[0]
+        at += 4
+        out = []
+        for _ in range(k):
+            a, at = string(at)
+            out.append(a)
+        return out, list(struct.unpack_from("<%di" % k, buf, at)), at + 4 * k
+
+    tasks = []
+    for p in positions:
+        q, at = string(p)
+        mc1, labels, at = answers(at)
+        tasks.append((q, mc1, labels))
+    return tasks
+
+
+def multiple(path, count, mkc, model, tmp):
+    tasks = mc_tasks(path)
+    if 0 < count < len(tasks):
+        tasks = [tasks[i] for i in pick(len(tasks), count)]
+    out, correct, n_answers = ["", "task\tacc_norm"], 0, 0
+    for i, (q, answers, labels) in enumerate(tasks):
+        seqs = [tokens(mkc, model, q + " " + a) for a in answers]
+        p = shared(seqs)
+        scored = [mean(mkc, model, s, p, len(s), tmp) for s in seqs]
+        means, half = [m for m, _ in scored], max(h for _, h in scored)
+        order = sorted(means, reverse=True)
+        assert len(order) == 1 or order[0] - order[1] > 2 * half + 1e-6, "a near tie: the oracle cannot tell"
+        correct += labels[means.index(order[0])] == 1
+        n_answers += len(answers)
+        out.append("%d\t%.8f" % (i + 1, 100.0 * correct / (i + 1)))
+    done = len(tasks)
+    p, chance = correct / done, done / n_answers
+    out += ["", "Final result: %.4f +/- %.4f" % (100 * p, 100 * math.sqrt(p * (1 - p) / (done - 1))),
+            "Random chance: %.4f +/- %.4f" % (100 * chance, 100 * math.sqrt(chance * (1 - chance) / (done - 1)))]
+    out.append("tolerance 0")
+    print("\n".join(out))
+
+
+def write_mc(path):
+    r = random.Random(4)
+    words = "the a man woman dog cat ball house street river tree car book window garden".split()
+    verbs = "runs jumps sits looks walks opens reads throws holds finds".split()
+
+    def string(s):
+        b = s.encode()
+        return struct.pack("<I", len(b)) + b
+
+    def answers(k):
+        texts = [" ".join(r.choice(words + verbs) for _ in range(r.randrange(1, 4))) for _ in range(k)]
+        right = r.randrange(k)
+        return struct.pack("<I", k) + b"".join(map(string, texts)) + struct.pack("<%di" % k, *[int(i == right) for i in range(k)])
+
+    blobs = []
+    for t in range(7):
+        question = "Question %d: " % t + " ".join(r.choice(words + verbs) for _ in range(14)) + "?"
+        blobs.append(string(question) + answers(r.randrange(2, 6)) + answers(2))
+    head = 4 + 4 * len(blobs)
+    positions, at = [], head
+    for b in blobs:
+        positions.append(at)
+        at += len(b)
+    open(path, "wb").write(struct.pack("<I", len(blobs)) + struct.pack("<%dI" % len(blobs), *positions) + b"".join(blobs))
+
+
 if __name__ == "__main__":
+    if sys.argv[1] == "write-mc":
+        write_mc(sys.argv[2])
+        sys.exit(0)
     kind, path, count, mkc, model = sys.argv[1:6]
     with tempfile.TemporaryDirectory() as tmp:
-        (hellaswag if kind == "hellaswag" else winogrande)(path, int(count), mkc, model, tmp)
+        {"hellaswag": hellaswag, "winogrande": winogrande, "multiple": multiple}[kind](
+            path, int(count), mkc, model, tmp)

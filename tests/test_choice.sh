@@ -44,9 +44,10 @@ flags=(-m "$model" --backend cpu --ubatch 1 --draft-max 0 -c 128)
 check() {
   local name=$1 kind=$2 tasks=$3 data
   shift 3
-  data=$tmp/hs.txt
+  data=$tmp/hs.txt flag=--$kind
   [ "$kind" = winogrande ] && data=$tmp/wg.csv
-  "$mkc" perplexity "${flags[@]}" "--$kind" -f "$data" "$@" >"$tmp/got" 2>"$tmp/err"
+  [ "$kind" = multiple ] && data=$tmp/mc.bin flag=--multiple-choice
+  "$mkc" perplexity "${flags[@]}" "$flag" -f "$data" "$@" >"$tmp/got" 2>"$tmp/err"
   if ! python3 tests/choice_oracle.py "$kind" "$data" "$tasks" "$mkc" "$model" >"$tmp/want" 2>"$tmp/oracle.err"; then
     fail "$name: the oracle" "$(tail -3 "$tmp/oracle.err")"
     return
@@ -75,22 +76,34 @@ check "--winogrande: every task in order (the header skipped), the two scores an
 grep -q "wg.csv:1: the sentence has no '_' for a choice: skipped" "$tmp/err" \
   && ok "... the header line warned of" || fail "the header's warning" "$(cat "$tmp/err")"
 check "--winogrande-tasks 3: the 3 llama-perplexity draws" winogrande 3 --winogrande-tasks 3
+python3 tests/choice_oracle.py write-mc "$tmp/mc.bin"
+check "--multiple-choice: every task of a binary file (2 to 5 answers), the final result and chance" multiple 0
+check "--multiple-choice-tasks 4: the 4 llama-perplexity draws" multiple 4 --multiple-choice-tasks 4
+head -c 200 "$tmp/mc.bin" >"$tmp/mc_cut.bin"
+"$mkc" perplexity -m "$model" --backend cpu --multiple-choice -f "$tmp/mc_cut.bin" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ "$rc" = 1 ] && grep -qE "^mkc: error: $tmp/mc_cut.bin: (task [0-9]+: cut short|task [0-9]+'s position [0-9]+ is past the end of its 200 bytes)$" "$tmp/err" \
+  && ok "--multiple-choice: a file cut short refused" || fail "a multiple-choice file cut short" "exit $rc" "$(cat "$tmp/err")"
 
 expect_error "--hellaswag without a dataset" \
-  "mkc: error: perplexity: --hellaswag and --winogrande read their tasks from -f FILE: give it" \
+  "mkc: error: perplexity: --hellaswag, --winogrande and --multiple-choice read their tasks from -f FILE: give it" \
   -- perplexity -m "$model" --backend cpu --hellaswag
 expect_error "--hellaswag with --winogrande" \
-  "mkc: error: perplexity: --hellaswag, --winogrande, --kl-divergence(-base) and --ppl-stride are different measures: one at a time" \
+  "mkc: error: perplexity: --hellaswag, --winogrande, --multiple-choice, --kl-divergence(-base) and --ppl-stride are different measures: one at a time" \
   -- perplexity -m "$model" --backend cpu --hellaswag --winogrande -f "$tmp/hs.txt"
 head -n 5 "$tmp/hs.txt" >"$tmp/cut.txt"
 expect_error "a HellaSwag file cut short" \
   "mkc: error: $tmp/cut.txt: 5 lines, not a whole number of tasks (6 lines each: the context, the gold ending's index, 4 endings)" \
   -- perplexity -m "$model" --backend cpu --hellaswag -f "$tmp/cut.txt"
 head -n 6 "$tmp/hs.txt" >"$tmp/one.txt"
-n_task=$("$mkc" tokenize -m "$model" -p "$(head -1 "$tmp/hs.txt") $(sed -n 3p "$tmp/hs.txt")" --ids --no-parse-special | tr -cd ',' | wc -c)
+n_task=0 # the longest candidate's tokens, which the message names
+for e in 3 4 5 6; do
+  k=$("$mkc" tokenize -m "$model" -p "$(head -1 "$tmp/hs.txt") $(sed -n ${e}p "$tmp/hs.txt")" --ids --no-parse-special | tr -cd ',' | wc -c)
+  [ "$((k + 1))" -gt "$n_task" ] && n_task=$((k + 1))
+done
 "$mkc" perplexity -m "$model" --backend cpu --hellaswag -f "$tmp/one.txt" -c 8 >"$tmp/out" 2>"$tmp/err"
 rc=$?
-[ "$rc" = 1 ] && [ "$(grep '^mkc: error' "$tmp/err")" = "mkc: error: $tmp/one.txt:1: a task of $((n_task + 1)) tokens, past the context of 8 (-c)" ] \
+[ "$rc" = 1 ] && [ "$(grep '^mkc: error' "$tmp/err")" = "mkc: error: $tmp/one.txt:1: a task of $n_task tokens, past the context of 8 (-c)" ] \
   && ok "a task past the context: refused, naming its line" || fail "a task past the context" "exit $rc" "$(cat "$tmp/err")"
 expect_error "a model without a tokenizer" \
   "mkc: error: perplexity: a text needs a model with a tokenizer (-m)" \

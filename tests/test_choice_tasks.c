@@ -4,7 +4,8 @@
  * std::mt19937 is 4123659995) and draws g++'s libstdc++ made (recorded from
  * std::mt19937 rng(1) with std::uniform_int_distribution<size_t>, and with
  * Winogrande's float scaling); the parsers on their fields, quotes, short
- * last lines and refusals. */
+ * last lines and refusals; --multiple-choice's binary tasks and refusals. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -96,7 +97,80 @@ static void winogrande(void) {
   free(err);
 }
 
+/* A --multiple-choice file built here: n tasks, each "question" with answers a and bb
+ * (labels 0, 1), and an mc2 of one answer "c"; then mutated by the caller. empty: the first
+ * answer is "" instead. */
+static size_t mc_file(unsigned char *b, int n, int empty) {
+  size_t at = 4 + 4 * (size_t)n;
+  memcpy(b, &n, 4);
+  for (int t = 0; t < n; t++) {
+    uint32_t pos = (uint32_t)at;
+    memcpy(b + 4 + 4 * t, &pos, 4);
+    static const unsigned char TASK[] = {8, 0,   0,   0, 'q', 'u', 'e', 's', 't', 'i', 'o', 'n',
+                                         2, 0,   0,   0, 1,   0,   0,   0,   'a', 2,   0,   0,
+                                         0, 'b', 'b', 0, 0,   0,   0,   1,   0,   0,   0,   1,
+                                         0, 0,   0,   1, 0,   0,   0,   'c', 1,   0,   0,   0};
+    if (empty) { /* the answer's length 0, its byte left out */
+      memcpy(b + at, TASK, 16);
+      memset(b + at + 16, 0, 4);
+      memcpy(b + at + 20, TASK + 21, sizeof TASK - 21);
+      at += sizeof TASK - 1;
+      continue;
+    }
+    memcpy(b + at, TASK, sizeof TASK);
+    at += sizeof TASK;
+  }
+  return at;
+}
+
+static void multiple_choice(void) {
+  unsigned char b[256];
+  size_t n = mc_file(b, 2, 0);
+  int count;
+  mkc_mc_task t;
+  size_t at = 12;
+  int ok = mkc_mc_count(b, n, "mc.bin", &count) == 0 && count == 2 &&
+           mkc_mc_read(b, n, &at, "mc.bin", 0, &t) == 0;
+  CHECK(ok && !strcmp(t.question, "question") && t.n_answers == 2 && !strcmp(t.answers[1], "bb") &&
+            t.labels[0] == 0 && t.labels[1] == 1 && at == mkc_mc_position(b, 1),
+        "multiple choice: 2 tasks, the first's question, answers and labels, the next at its "
+        "position");
+  if (ok) mkc_mc_free(&t);
+  struct {
+    const char *name;
+    size_t cut, poke_at;
+    unsigned char poke;
+    const char *want;
+  } BAD[] = {
+      {"cut short in its labels", 12 + 40, 0, 0, "mkc: error: mc.bin: task 0: cut short"},
+      {"101 answers", 0, 12 + 12, 101, "mkc: error: mc.bin: task 0: more than 100 answers"},
+      {"an empty answer", 0, 0, 0, "mkc: error: mc.bin: task 0: an empty answer"},
+  };
+  for (size_t i = 0; i < sizeof BAD / sizeof *BAD; i++) {
+    n = mc_file(b, 2, i == 2);
+    if (BAD[i].cut) n = BAD[i].cut;
+    if (BAD[i].poke_at) b[BAD[i].poke_at] = BAD[i].poke;
+    at = 12;
+    check_stderr_begin();
+    int rc = mkc_mc_read(b, n, &at, "mc.bin", 0, &t);
+    char *err = check_stderr_end();
+    CHECK(rc == -1 && strstr(err, BAD[i].want), "multiple choice: %s refused (%s)", BAD[i].name,
+          err);
+    free(err);
+  }
+  n = mc_file(b, 2, 0);
+  uint32_t far = 5000;
+  memcpy(b + 8, &far, 4);
+  check_stderr_begin();
+  int rc = mkc_mc_count(b, n, "mc.bin", &count);
+  char *err = check_stderr_end();
+  CHECK(rc == -1 && strstr(err, "task 1's position 5000 is past the end"),
+        "multiple choice: a position past the end refused (%s)", err);
+  free(err);
+}
+
 int main(void) {
+  multiple_choice();
   draws();
   hellaswag();
   winogrande();

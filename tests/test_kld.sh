@@ -161,5 +161,19 @@ mkdir -p "$tmp/ro" && chmod 555 "$tmp/ro"
 if [ ! -w "$tmp/ro" ]; then
   expect_error "a file that cannot be written" "mkc: error: $tmp/ro/x.kld: cannot write: Permission denied" \
     -- "${ppl[@]}" -m "$base" --prompt-ids "$ids" --kl-divergence-base "$tmp/ro/x.kld"
+else
+  skip "a file that cannot be written: this user writes a read-only folder (root)"
 fi
+# Ctrl-C while saving (at MKC_TEST_PAUSE_AFTER_CHUNK: the first chunk scored): the run ends
+# after the chunk, 130, and neither the file nor its temporary is left
+mkdir -p "$tmp/int" && rm -f "$tmp/pause" && mkfifo "$tmp/pause"
+MKC_TEST_PAUSE_AFTER_CHUNK=$tmp/pause "$mkc" "${ppl[@]}" -m "$base" --prompt-ids "$ids" \
+  --kl-divergence-base "$tmp/int/i.kld" >"$tmp/out" 2>"$tmp/err" &
+pid=$!
+timeout 60 bash -c 'exec 3>"$1"; kill -INT "$2"; exec 3>&-' - "$tmp/pause" "$pid" || kill "$pid"
+wait "$pid"
+rc=$?
+[ "$rc" = 130 ] && [ -z "$(ls -A "$tmp/int")" ] && grep -q "interrupted after 1 chunks: $tmp/int/i.kld not written" "$tmp/err" \
+  && ok "Ctrl-C while saving: exit 130 after the chunk, no file and no temporary left" \
+  || fail "Ctrl-C while saving" "exit $rc" "$(ls -A "$tmp/int")" "$(tail -2 "$tmp/err")"
 finish

@@ -111,7 +111,7 @@ expect_error "--ppl-stride as long as the context" \
   "mkc: error: perplexity: --ppl-stride 64: a window of 64 scores at most 63 tokens" \
   -- perplexity "${p[@]}" --prompt-ids "$ids" -c 64 --ppl-stride 64
 expect_error "--ppl-stride with --kl-divergence-base" \
-  "mkc: error: perplexity: --hellaswag, --winogrande, --kl-divergence(-base) and --ppl-stride are different measures: one at a time" \
+  "mkc: error: perplexity: --hellaswag, --winogrande, --multiple-choice, --kl-divergence(-base) and --ppl-stride are different measures: one at a time" \
   -- perplexity "${p[@]}" --prompt-ids "$ids" -c 64 --ppl-stride 8 --kl-divergence-base "$tmp/x.kld"
 expect_error "--chunks 0" "mkc: error: perplexity: --chunks N needs N >= 1 (-1: all)" \
   -- perplexity "${p[@]}" --prompt-ids 1,2 --chunks 0

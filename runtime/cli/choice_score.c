@@ -1,4 +1,4 @@
-/* llama-perplexity's HellaSwag and Winogrande scores (choice_score.h). */
+/* llama-perplexity's HellaSwag, Winogrande and multiple-choice scores (choice_score.h). */
 #include "choice_score.h"
 
 #include <math.h>
@@ -9,6 +9,7 @@
 #include "choice_tasks.h"
 #include "kld.h"
 #include "tokenizer/tokenizer.h"
+#include "util/files.h"
 #include "util/mt19937.h"
 
 /* A candidate text: its tokens, and the span [from, to) whose tokens its score averages. */
@@ -17,19 +18,25 @@ typedef struct candidate {
   int n, from, to;
 } candidate;
 
+/* k known tokens in one step: 0, or -1 after a message (the backend's, or the refusal's). */
+static int step(mkc_session *s, const int *ids, int k) {
+  mkc_step_result r;
+  if (mkc_session_step(s, ids, k, k - 1, &r) != 0) return -1;
+  if (r.status == MKC_STATUS_OK) return 0;
+  fprintf(stderr, "mkc: error: perplexity: a step was refused (status %d)\n", r.status);
+  return -1;
+}
+
 /* Candidates c[0..n) sharing their first `prefix` tokens (1 <= prefix < each n, prefix <= each
  * from): the prefix read from an empty cache, then each candidate from it, its span's
  * log-probabilities summed (each token by the logits before it) and averaged into mean[k] (NaN
  * for an empty span, as llama-perplexity's 0 / 0). 0, or -1 after a message. */
 static int score(mkc_session *s, const mkc_graph *g, const candidate *c, int n, int prefix,
                  float *last, double *mean) {
-  mkc_step_result r;
   mkc_session_reset(s);
   for (int pos = 0, k; pos < prefix; pos += k) {
     k = mkc_session_prompt_inputs(s, prefix - pos);
-    if (mkc_session_step(s, c[0].ids + pos, k, k - 1, &r) != 0 || r.status != MKC_STATUS_OK)
-      return fprintf(stderr, "mkc: error: perplexity: a step was refused (status %d)\n", r.status),
-             -1;
+    if (step(s, c[0].ids + pos, k) != 0) return -1;
     const float *logits = pos + k == prefix ? mkc_session_logits(s, k - 1) : NULL;
     if (logits) memcpy(last, logits, (size_t)g->vocab * sizeof *last);
   }
@@ -41,10 +48,7 @@ static int score(mkc_session *s, const mkc_graph *g, const candidate *c, int n, 
     /* the inputs whose logits score a span token: positions prefix .. to - 2 */
     for (int pos = prefix, k; pos < d->to - 1; pos += k) {
       k = d->to - 1 - pos < g->t_max ? d->to - 1 - pos : g->t_max;
-      if (mkc_session_step(s, d->ids + pos, k, k - 1, &r) != 0 || r.status != MKC_STATUS_OK)
-        return fprintf(stderr, "mkc: error: perplexity: a step was refused (status %d)\n",
-                       r.status),
-               -1;
+      if (step(s, d->ids + pos, k) != 0) return -1;
       for (int t = 0; t < k; t++) {
         if (pos + t + 1 < d->from) continue;
         const float *logits = mkc_session_logits(s, t);
@@ -83,22 +87,22 @@ static int shared_prefix(const candidate *c, int n) {
 }
 
 /* One task's candidates, their tokens and spans set, scored into mean[] (score), after checking
- * them against the context; their tokens freed. 0, or -1 after a message naming the task's
- * line. */
-static int score_task(mkc_loaded_model *m, const char *path, int line, candidate *c, int n,
-                      int prefix, double *mean) {
+ * them against the context; their tokens freed. 0, or -1 after a message naming where the task
+ * is (PATH:LINE, PATH: task N). */
+static int score_task(mkc_loaded_model *m, const char *where, candidate *c, int n, int prefix,
+                      double *mean) {
   int longest = 0, rc = -1;
   for (int e = 0; e < n; e++)
     if (c[e].n > longest) longest = c[e].n;
   float *last = NULL;
   if (longest > m->g.max_ctx)
-    fprintf(stderr, "mkc: error: %s:%d: a task of %d tokens, past the context of %d (-c)\n", path,
-            line, longest, m->g.max_ctx);
+    fprintf(stderr, "mkc: error: %s: a task of %d tokens, past the context of %d (-c)\n", where,
+            longest, m->g.max_ctx);
   else if (prefix < 1)
     fprintf(stderr,
-            "mkc: error: %s:%d: the candidates share no first token to read them from (the model "
+            "mkc: error: %s: the candidates share no first token to read them from (the model "
             "adds no BOS, and the text starts with them)\n",
-            path, line);
+            where);
   else if (!(last = malloc((size_t)m->g.vocab * sizeof *last)))
     fprintf(stderr, "mkc: error: perplexity: out of memory\n");
   else
@@ -155,7 +159,9 @@ int mkc_perplexity_hellaswag(const mkc_cli *c, mkc_loaded_model *m) {
     int prefix = bad ? 0 : shared_prefix(cand, 4);
     double mean[4];
     for (int e = 0; e < 4 && !bad; e++) cand[e].from = prefix, cand[e].to = cand[e].n;
-    if (bad || score_task(m, path, t->line, cand, 4, prefix, mean) != 0) {
+    char where[4200];
+    snprintf(where, sizeof where, "%s:%d", path, t->line);
+    if (bad || score_task(m, where, cand, 4, prefix, mean) != 0) {
       for (int e = 0; e < 4; e++) free(cand[e].ids), cand[e].ids = NULL;
       free(left);
       goto done;
@@ -237,7 +243,9 @@ int mkc_perplexity_winogrande(const mkc_cli *c, mkc_loaded_model *m) {
       cand[e].to = cand[e].n - (cand[e].n - from > 1);
     }
     double mean[2];
-    if (bad || score_task(m, path, t->line, cand, 2, prefix, mean) != 0) {
+    char where[4200];
+    snprintf(where, sizeof where, "%s:%d", path, t->line);
+    if (bad || score_task(m, where, cand, 2, prefix, mean) != 0) {
       for (int e = 0; e < 2; e++) free(cand[e].ids), cand[e].ids = NULL;
       free(order);
       goto done;
@@ -259,5 +267,78 @@ int mkc_perplexity_winogrande(const mkc_cli *c, mkc_loaded_model *m) {
 done:
   free(tasks);
   free(text);
+  return rc;
+}
+
+/* Tasks `count` of n: in the file's order when all, else drawn as Winogrande's are. The tasks
+ * read one after another, or each at its position. */
+int mkc_perplexity_multiple_choice(const mkc_cli *c, mkc_loaded_model *m) {
+  const char *path = c->prompt_file;
+  size_t len = 0;
+  unsigned char *data = path ? mkc_read_file(path, &len) : NULL;
+  int n = 0, rc = 1, correct = 0, answers = 0, done = 0;
+  int *order = NULL;
+  candidate *cand = NULL;
+  double *mean = NULL;
+  mkc_mc_task t = {0};
+  if (!path || !m->file.tok) {
+    fprintf(stderr, "mkc: error: perplexity: --multiple-choice reads -f FILE with a model's "
+                    "tokenizer (-m)\n");
+    goto done;
+  }
+  if (!data) {
+    mkc_error_in(path, "cannot be read");
+    goto done;
+  }
+  if (mkc_mc_count(data, len, path, &n) != 0) goto done;
+  int count = c->mc_tasks > 0 && c->mc_tasks < n ? c->mc_tasks : n;
+  order = malloc((size_t)(count + n) * sizeof *order);
+  cand = calloc(100, sizeof *cand);
+  mean = malloc(100 * sizeof *mean);
+  if (!order || !cand || !mean) {
+    fprintf(stderr, "mkc: error: perplexity: out of memory\n");
+    goto done;
+  }
+  if (count < n) winogrande_pick(n, count, order);
+  fprintf(stderr, "mkc: perplexity: multiple choice, %d of %d tasks\n", count, n);
+  printf("\ntask\tacc_norm\n");
+  size_t at = 4 + 4 * (size_t)n; /* all: one after another */
+  for (int i = 0; i < count; i++) {
+    int index = count < n ? order[i] : i;
+    if (count < n) at = mkc_mc_position(data, index);
+    if (mkc_mc_read(data, len, &at, path, index, &t) != 0) goto done;
+    int bad = 0;
+    for (int e = 0; e < t.n_answers; e++)
+      bad |= (cand[e].n = tokens_of(m->file.tok, t.question, " ", t.answers[e], &cand[e].ids)) < 0;
+    int prefix = bad ? 0 : shared_prefix(cand, t.n_answers);
+    for (int e = 0; e < t.n_answers && !bad; e++) cand[e].from = prefix, cand[e].to = cand[e].n;
+    char where[4200];
+    snprintf(where, sizeof where, "%s: task %d", path, index);
+    if (bad || score_task(m, where, cand, t.n_answers, prefix, mean) != 0) {
+      for (int e = 0; e < t.n_answers; e++) free(cand[e].ids), cand[e].ids = NULL;
+      goto done;
+    }
+    int best = 0;
+    for (int e = 1; e < t.n_answers; e++)
+      if (mean[e] > mean[best]) best = e;
+    correct += t.labels[best] == 1;
+    answers += t.n_answers;
+    done++;
+    printf("%d\t%.8f\n", done, 100.0 * correct / done);
+    fflush(stdout);
+    mkc_mc_free(&t);
+  }
+  { /* printed for any count, as llama-perplexity prints it */
+    double p = (double)correct / done, chance = (double)done / answers;
+    double err = done > 1 ? sqrt(p * (1 - p) / (done - 1)) : 0;
+    printf("\nFinal result: %.4f +/- %.4f\n", 100 * p, 100 * err);
+    printf("Random chance: %.4f +/- %.4f\n", 100 * chance,
+           done > 1 ? 100 * sqrt(chance * (1 - chance) / (done - 1)) : 0);
+  }
+  rc = 0;
+done:
+  mkc_mc_free(&t);
+  free(order), free(cand), free(mean);
+  free(data);
   return rc;
 }

@@ -43,4 +43,32 @@ typedef struct mkc_winogrande_task {
 int mkc_winogrande_parse(char *text, size_t len, const char *path, mkc_winogrande_task **tasks,
                          int *n);
 
+/* llama-perplexity's --multiple-choice files (ARC, MMLU, TruthfulQA as
+ * converted for llama.cpp), little-endian:
+ *
+ *   n_task        u32
+ *   positions     n_task u32: each task's offset in the file
+ *   tasks         each: a string, the question; then two sets of answers
+ *                 (mc1, one answer right; mc2, several: read past, not
+ *                 scored), each a u32 count (at most 100), that many
+ *                 strings and that many i32 labels (1: right)
+ *
+ * a string being a u32 length and its bytes. */
+typedef struct mkc_mc_task {
+  char *question;
+  char **answers; /* n_answers of them, each NUL-terminated */
+  int *labels;
+  int n_answers;
+} mkc_mc_task;
+
+/* The file's task count, its positions checked to lie in it: 0, or -1 after a message. */
+int mkc_mc_count(const unsigned char *data, size_t n, const char *path, int *n_task);
+/* Task `index` (for messages) read at offset *at, which moves past it: 0, or -1 after a message
+ * (cut short, more than 100 answers, an empty question or answer). */
+int mkc_mc_read(const unsigned char *data, size_t n, size_t *at, const char *path, int index,
+                mkc_mc_task *t);
+/* Where task i's position says it starts (mkc_mc_count checked it). */
+size_t mkc_mc_position(const unsigned char *data, int i);
+void mkc_mc_free(mkc_mc_task *t);
+
 #endif

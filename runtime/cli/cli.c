@@ -172,6 +172,7 @@ static const struct {
     {"--kl-divergence", offsetof(mkc_cli, kl_divergence)},
     {"--hellaswag", offsetof(mkc_cli, hellaswag)},
     {"--winogrande", offsetof(mkc_cli, winogrande)},
+    {"--multiple-choice", offsetof(mkc_cli, multiple_choice)},
 };
 
 /* llama.cpp's other spellings of mkc's flags (taken where the command takes
@@ -259,6 +260,7 @@ static const struct {
     {"--ppl-output-type", 0, 1, offsetof(mkc_cli, ppl_output_type)},
     {"--hellaswag-tasks", 1, INT_MAX / 2, offsetof(mkc_cli, hellaswag_tasks)},
     {"--winogrande-tasks", 0, INT_MAX / 2, offsetof(mkc_cli, winogrande_tasks)},
+    {"--multiple-choice-tasks", 0, INT_MAX / 2, offsetof(mkc_cli, mc_tasks)},
 };
 
 /* The sampler's numeric options: value range, where it goes, and its bit in

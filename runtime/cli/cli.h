@@ -109,6 +109,8 @@ typedef struct mkc_cli {
   int hellaswag, winogrande; /* perplexity --hellaswag, --winogrande: -f is their dataset */
   int hellaswag_tasks;       /* --hellaswag-tasks N (default 400) */
   int winogrande_tasks;      /* --winogrande-tasks N (0: all) */
+  int multiple_choice;       /* perplexity --multiple-choice: -f is its binary dataset */
+  int mc_tasks;              /* --multiple-choice-tasks N (0: all) */
   int stages;                /* bench --stages: a kernel with stage timers, and their table */
   /* The draft source (cli/draft_source.h); neither: prompt lookup */
   int draft_layers;             /* --draft-layers L: self-speculation on the first L layers */

@@ -15,17 +15,20 @@
 #include "choice_score.h"
 #include "cli.h"
 #include "commands.h"
+#include "interrupt.h"
 #include "formats/logits_file.h"
 #include "kld.h"
 #include "loaded.h"
 #include "tokenizer/tokenizer.h"
 #include "util/clock.h"
 #include "util/files.h"
+#include "util/mapped.h"
 
 static const char USAGE[] =
     "usage: mkc perplexity -m MODEL -f FILE [-c N] [--chunks N] [options]\n"
     "       mkc perplexity -m MODEL --kl-divergence --kl-divergence-base FILE\n"
-    "       mkc perplexity -m MODEL --hellaswag|--winogrande -f DATASET\n"
+    "       mkc perplexity -m MODEL --hellaswag|--winogrande|--multiple-choice\n"
+    "                      -f DATASET\n"
     "       mkc perplexity --preset P --random-weights SEED --prompt-ids IDS -c N\n"
     "\n"
     "The text's perplexity, as llama.cpp's llama-perplexity computes it: the\n"
@@ -43,8 +46,9 @@ static const char USAGE[] =
     "  --chunks N             at most N chunks (default: all the text holds)\n"
     "  --ppl-stride S         windows of N that start S apart, the last S tokens of\n"
     "                         each scored, no BOS put first (llama-perplexity's\n"
-    "                         windows are its -c plus S / 2 rounded up to 256: give\n"
-    "                         that as -c for its numbers)\n"
+    "                         windows, with -b no larger than its -c, are that -c\n"
+    "                         plus S / 2 rounded up to 256: give that as -c for its\n"
+    "                         numbers)\n"
     "  --ppl-output-type 1    a line a chunk: its start, the estimate (and, without\n"
     "                         a stride, the mean NLL and its standard error)\n"
     "  --draft-max K          the scored half goes K + 1 tokens a step (default 7)\n"
@@ -61,17 +65,22 @@ static const char USAGE[] =
     "                         INDEX,SENTENCE,CHOICE1,CHOICE2,ANSWER)\n"
     "  --winogrande-tasks N   N of its tasks, chosen as llama-perplexity chooses them\n"
     "                         (default 0: all, in order)\n"
+    "  --multiple-choice      llama-perplexity's multiple-choice score of -f FILE\n"
+    "                         (its binary ARC, MMLU or TruthfulQA files)\n"
+    "  --multiple-choice-tasks N  N of its tasks, chosen as llama-perplexity chooses\n"
+    "                         them (default 0: all, in order)\n"
     "  --backend B, -ngl N, --kv-dtype T, --ubatch N, -t/--threads N, --dequant,\n"
     "  --lora FILE, --lora-scaled FILE:SCALE: as for run\n";
 
 static int check_flags(const mkc_cli *c) {
-  if (c->hellaswag + c->winogrande + (c->kl_base || c->kl_divergence) + !!c->ppl_stride > 1)
-    return mkc_cli_usage_error("%s",
-                               "perplexity: --hellaswag, --winogrande, --kl-divergence(-base) "
-                               "and --ppl-stride are different measures: one at a time");
-  if ((c->hellaswag || c->winogrande) && !c->prompt_file && !c->prompt)
-    return mkc_cli_usage_error("%s", "perplexity: --hellaswag and --winogrande read their tasks "
-                                     "from -f FILE: give it");
+  int choice = c->hellaswag + c->winogrande + c->multiple_choice;
+  if (choice + (c->kl_base || c->kl_divergence) + !!c->ppl_stride > 1)
+    return mkc_cli_usage_error("%s", "perplexity: --hellaswag, --winogrande, --multiple-choice, "
+                                     "--kl-divergence(-base) and --ppl-stride are different "
+                                     "measures: one at a time");
+  if (choice && !c->prompt_file)
+    return mkc_cli_usage_error("%s", "perplexity: --hellaswag, --winogrande and --multiple-choice "
+                                     "read their tasks from -f FILE: give it");
   if (c->kl_divergence && !c->kl_base)
     return mkc_cli_usage_error("%s", "perplexity: --kl-divergence compares with the "
                                      "log-probabilities of --kl-divergence-base FILE: give it");
@@ -95,7 +104,11 @@ static int check_flags(const mkc_cli *c) {
 
 /* The text's tokens, BOS first where the model adds one; NULL after a message. */
 static int *text_tokens(const mkc_cli *c, const mkc_loaded_model *m, int *n) {
-  if (c->prompt_ids) return mkc_parse_ids(c->prompt_ids, m->g.vocab, n, "--prompt-ids");
+  if (c->prompt_ids) {
+    int *ids = mkc_parse_ids(c->prompt_ids, m->g.vocab, n, "--prompt-ids");
+    if (!ids) *n = -1; /* said why: not an empty text */
+    return ids;
+  }
   const mkc_tokenizer *tok = m->file.tok;
   if (!tok) {
     fprintf(stderr, "mkc: error: %s has no tokenizer: give the text as --prompt-ids\n",
@@ -214,7 +227,7 @@ int mkc_cmd_perplexity(int argc, char **argv) {
                          "--blocks -m -p -f --kv-dtype --dequant --escape --no-escape --draft-max "
                          "--chunks --kl-divergence-base --kl-divergence --ppl-stride "
                          "--ppl-output-type --hellaswag --hellaswag-tasks --winogrande "
-                         "--winogrande-tasks",
+                         "--winogrande-tasks --multiple-choice --multiple-choice-tasks",
                          0, &c);
   if (rc == MKC_CLI_HELP) return 0;
   if (rc || (rc = mkc_cli_unescape(&c)) || (rc = check_flags(&c))) return rc;
@@ -229,16 +242,19 @@ int mkc_cmd_perplexity(int argc, char **argv) {
     if (c.max_ctx == 0) c.max_ctx = h.n_ctx; /* its chunks, unless a larger context is asked */
   }
   if (mkc_loaded_plan(&c, &m) != 0) goto done;
-  if (c.hellaswag || c.winogrande) {
+  if (c.hellaswag || c.winogrande || c.multiple_choice) {
     /* a rough count of tokens read: a HellaSwag task's four candidates are some 150, a
      * Winogrande file's every task is read, about one token in four of its bytes */
     struct stat st;
     double tokens = c.hellaswag                                      ? c.hellaswag_tasks * 150.0
-                    : c.winogrande_tasks                             ? c.winogrande_tasks * 60.0
+                    : c.winogrande && c.winogrande_tasks             ? c.winogrande_tasks * 60.0
+                    : c.multiple_choice && c.mc_tasks                ? c.mc_tasks * 200.0
                     : c.prompt_file && stat(c.prompt_file, &st) == 0 ? st.st_size / 4.0
                                                                      : 0;
     if (mkc_loaded_cpu_guard(&c, &m, tokens, "perplexity") == 0 && mkc_loaded_start(&c, &m) == 0)
-      rc = c.hellaswag ? mkc_perplexity_hellaswag(&c, &m) : mkc_perplexity_winogrande(&c, &m);
+      rc = c.hellaswag    ? mkc_perplexity_hellaswag(&c, &m)
+           : c.winogrande ? mkc_perplexity_winogrande(&c, &m)
+                          : mkc_perplexity_multiple_choice(&c, &m);
     goto done;
   }
   if (sc.base) {
@@ -289,6 +305,7 @@ int mkc_cmd_perplexity(int argc, char **argv) {
   if (c.kl_base && !sc.base &&
       !(sc.save = mkc_kld_open_save(c.kl_base, tmp, sizeof tmp, toks, n_ctx, m.g.vocab, chunks)))
     goto done;
+  if (sc.save) mkc_interrupt_install(); /* Ctrl-C ends after a chunk, the temporary removed */
   const mkc_tokenizer *tok = m.file.tok;
   int bos = tok && mkc_tokenizer_add_bos(tok) ? mkc_tokenizer_bos(tok) : -1;
   fprintf(stderr,
@@ -316,6 +333,13 @@ int mkc_cmd_perplexity(int argc, char **argv) {
       fprintf(stderr, "mkc: perplexity: %.2f s a chunk, about %.1f minutes in all\n",
               mkc_seconds() - t0, (mkc_seconds() - t0) * chunks / 60);
     print_chunk(&c, &sc, i + 1, i * step, count);
+    mkc_mapped_test_pause("MKC_TEST_PAUSE_AFTER_CHUNK");
+    if (mkc_interrupted) { /* only while saving: the file is not left half written */
+      fprintf(stderr, "\nmkc: perplexity: interrupted after %d chunks: %s not written\n", i + 1,
+              c.kl_base);
+      rc = 130;
+      goto done;
+    }
   }
   print_final(&sc, count);
   if (sc.save) {

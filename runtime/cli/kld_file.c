@@ -32,10 +32,10 @@ FILE *mkc_kld_open_base(const char *path, mkc_logits_head *h, int **toks) {
   size_t n = (size_t)h->n_chunk * (size_t)h->n_ctx; /* within the file's size */
   int32_t *ids = malloc(n * sizeof *ids);
   if (!ids || fread(ids, sizeof *ids, n, f) != n) {
+    const char *why = ids ? "its tokens cut short (changed while read?)" : "out of memory";
     free(ids);
     fclose(f);
-    return mkc_error_in(path, ids ? "its tokens cut short (changed while read?)" : "out of memory"),
-           NULL;
+    return mkc_error_in(path, "%s", why), NULL;
   }
   *toks = (int *)ids;
   return f;
@@ -81,11 +81,13 @@ FILE *mkc_kld_open_save(const char *path, char *tmp, size_t cap, const int *toks
 
 /* The saved file complete: renamed over path. 0, or -1 after a message (the temporary gone). */
 int mkc_kld_close_save(FILE *f, const char *tmp, const char *path) {
+  errno = 0;
   int bad = ferror(f) | fflush(f) | fsync(fileno(f));
   bad |= fclose(f);
   if (bad || rename(tmp, path) != 0) {
+    int err = errno ? errno : EIO; /* a stream's error sets none */
     unlink(tmp);
-    return mkc_error_in(path, "cannot write: %s", strerror(errno));
+    return mkc_error_in(path, "cannot write: %s", strerror(err));
   }
   return 0;
 }

@@ -35,11 +35,15 @@ int mkc_logits_head_parse(const unsigned char *bytes, size_t n, uint64_t file_si
     return snprintf(why, cap, "%d tokens in the vocabulary and %d chunks: both must be positive",
                     (int)n_vocab, (int)n_chunk),
            -1;
+  if ((uint64_t)n_ctx * (uint64_t)n_chunk > INT32_MAX)
+    return snprintf(why, cap, "%d chunks of %u tokens: more than 2^31 - 1 tokens in all",
+                    (int)n_chunk, n_ctx),
+           -1;
   h->n_ctx = (int)n_ctx, h->n_vocab = n_vocab, h->n_chunk = n_chunk;
   h->rows = h->n_ctx - 1 - h->n_ctx / 2;
   h->row_len = mkc_logits_row_len(n_vocab);
   h->tokens = MKC_LOGITS_HEAD;
-  /* every count is below 2^31, so tokens and rows fit 64 bits; their sum is checked */
+  /* 2^31 tokens at most, so tokens and rows fit 64 bits; the overflow checks are a guard */
   uint64_t tokens = 4 * (uint64_t)h->n_ctx * (uint64_t)n_chunk;
   uint64_t rows = (uint64_t)n_chunk * (uint64_t)h->rows, want = 0;
   int over = __builtin_mul_overflow(rows, (uint64_t)h->row_len * 2, &rows) ||

@@ -38,8 +38,8 @@ typedef struct mkc_logits_head {
 
 /* The file's first n bytes (n >= MKC_LOGITS_HEAD for a header; fewer is cut
  * short) of file_size in all: 0, or -1 with why (not such a file, counts
- * that are not positive or whose chunks score nothing, a size that is not
- * what the counts make). */
+ * that are not positive or whose chunks score nothing, more than 2^31 - 1
+ * tokens, a size that is not what the counts make). */
 int mkc_logits_head_parse(const unsigned char *bytes, size_t n, uint64_t file_size,
                           mkc_logits_head *h, char *why, size_t cap);
 

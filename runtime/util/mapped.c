@@ -38,10 +38,10 @@ static int64_t mtime_ns(const struct stat *st) {
 }
 
 void mkc_mapped_test_pause(const char *env) {
-  static const char *done[4];
+  static const char *done[8];
   const char *fifo = getenv(env);
   if (!fifo || !*fifo) return;
-  for (int i = 0; i < 4; i++) {
+  for (int i = 0; i < 8; i++) {
     if (done[i] && strcmp(done[i], env) == 0) return;
     if (!done[i]) {
       done[i] = env;

@@ -32,7 +32,8 @@ int mkc_mapped_read(const mkc_mapped *m, const char *path, int (*read)(void *ctx
  * environment variable env names a FIFO, the first call with that env waits
  * until a writer has opened and closed it. Readers call it with
  * "MKC_TEST_PAUSE_BEFORE_TENSORS" before reading tensor data, and LoRA
- * adapters with "MKC_TEST_PAUSE_BEFORE_ADAPTER" before reading theirs. */
+ * adapters with "MKC_TEST_PAUSE_BEFORE_ADAPTER" before reading theirs;
+ * perplexity with "MKC_TEST_PAUSE_AFTER_CHUNK" after its first chunk. */
 void mkc_mapped_test_pause(const char *env);
 
 /* memcpy(dst, src, n) read as mkc_mapped_read does (src in m's mapping, or
