@@ -12,7 +12,8 @@ ok() { echo "ok   $1"; passed=$((passed + 1)); }
 fail() { echo "FAIL $1"; shift; for l in "$@"; do echo "     | $l"; done; failed=$((failed + 1)); }
 skip() { echo "skip $1"; skipped=$((skipped + 1)); }
 
-# expect_error NAME WANT_FIRST_STDERR_LINE -- ARGS...: exit 1 or 2, no crash, that message.
+# expect_error NAME WANT_FIRST_STDERR_LINE -- ARGS...: exit 1 or 2, no crash, that message, and
+# no other error line after it (one fault, one message).
 expect_error() {
   local name=$1 want=$2
   shift 3
@@ -23,6 +24,8 @@ expect_error() {
     fail "$name: exit status 1 or 2" "got $rc" "$(cat "$tmp/err")"
   elif [ "$got" != "$want" ]; then
     fail "$name: message" "want: $want" "got:  $got"
+  elif [ "$(grep -c '^mkc: error' "$tmp/err")" -gt 1 ]; then
+    fail "$name: one error message" "$(cat "$tmp/err")"
   elif [ -s "$tmp/out" ]; then
     fail "$name: nothing on stdout" "$(head -c 200 "$tmp/out")"
   else

@@ -11,8 +11,7 @@ int mkc_init_vocab_open(const char *path, mkc_init_vocab *v) {
   memset(v, 0, sizeof *v);
   if (!(v->f = mkc_gguf_open(path))) return -1;
   mkc_tokenizer *t = mkc_tokenizer_from_gguf(v->f);
-  if (!t) {
-    fprintf(stderr, "mkc: error: --vocab %s: no tokenizer mkc can read (see above)\n", path);
+  if (!t) { /* the tokenizer's reader said why, naming the file */
     mkc_init_vocab_close(v);
     return -1;
   }

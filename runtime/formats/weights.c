@@ -144,8 +144,9 @@ int mkc_weights_check(const mkc_weights *w, const char *source) {
     }
   }
   free(row);
-  if (bad)
+  if (bad > 1) /* one tensor's message says it all; several are summed up */
     return mkc_error_in(source, "%d of %d tensors hold values that are not finite", bad, w->n);
+  if (bad) return -1;
   fprintf(stderr,
           "mkc: %s: --check-tensors: %d tensors, %.3g G values, every one finite (%.1f s)\n",
           source, w->n, values / 1e9, mkc_seconds() - start);
