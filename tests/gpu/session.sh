@@ -12,7 +12,7 @@ left() { echo $((budget - ($(date +%s) - t_start))); }
 limit() { local l; l=$(left); [ "$l" -lt "$1" ] && echo $((l > 5 ? l : 5)) || echo "$1"; }
 # The carried folder (tests/gpu/pack.sh) back where the scripts look.
 [ -d build/gpu-carry ] && cp -a build/gpu-carry/. build/
-# tests/gpu/pack.sh's binaries, in one archive
+# tests/gpu/pack.sh's binaries and build/lib, in one archive
 [ -f build/bins.tar.xz ] && tar -C build -xJf build/bins.tar.xz
 export LD_LIBRARY_PATH=$PWD/build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export MKC_CACHE_DIR=$PWD/build/gpu-cache
