@@ -356,8 +356,7 @@ done:
     fclose(sc.save);
     unlink(tmp);
   }
-  if (sc.base) fclose(sc.base);
-  if (sc.base) mkc_kld_close(&sc.kld);
+  if (sc.base) fclose(sc.base), mkc_kld_close(&sc.kld);
   free(sc.row);
   free(toks);
   mkc_loaded_close(&m);
