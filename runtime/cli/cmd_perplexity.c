@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "choice_score.h"
 #include "cli.h"
@@ -352,10 +351,7 @@ int mkc_cmd_perplexity(int argc, char **argv) {
   fprintf(stderr, "mkc: perplexity: %ld tokens scored in %.3f s\n", count, mkc_seconds() - t0);
   rc = 0;
 done:
-  if (sc.save) {
-    fclose(sc.save);
-    unlink(tmp);
-  }
+  if (sc.save) mkc_atomic_abandon(sc.save, tmp);
   if (sc.base) fclose(sc.base), mkc_kld_close(&sc.kld);
   free(sc.row);
   free(toks);

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "kld.h"
 #include "util/files.h"
@@ -65,29 +64,20 @@ int mkc_kld_check_base(const char *path, const mkc_logits_head *h, const int *to
 FILE *mkc_kld_open_save(const char *path, char *tmp, size_t cap, const int *toks, int n_ctx,
                         int vocab, int chunks) {
   unsigned char head[MKC_LOGITS_HEAD];
-  if (mkc_temp_path(path, tmp, cap) != 0) return mkc_error_in(path, "name too long"), NULL;
-  FILE *f = fopen(tmp, "wb");
+  FILE *f = mkc_atomic_open(path, tmp, cap);
+  if (!f && !tmp[0]) return mkc_error_in(path, "name too long"), NULL;
   if (!f) return mkc_error_in(path, "cannot write: %s", strerror(errno)), NULL;
   mkc_logits_head_write(head, n_ctx, vocab, chunks);
   size_t n = (size_t)chunks * n_ctx;
   if (fwrite(head, 1, sizeof head, f) != sizeof head || fwrite(toks, sizeof *toks, n, f) != n) {
-    mkc_error_in(path, "cannot write: %s", strerror(errno));
-    fclose(f);
-    unlink(tmp);
-    return NULL;
+    mkc_atomic_abandon(f, tmp);
+    return mkc_error_in(path, "cannot write: %s", strerror(errno)), NULL;
   }
   return f;
 }
 
 /* The saved file complete: renamed over path. 0, or -1 after a message (the temporary gone). */
 int mkc_kld_close_save(FILE *f, const char *tmp, const char *path) {
-  errno = 0;
-  int bad = ferror(f) | fflush(f) | fsync(fileno(f));
-  bad |= fclose(f);
-  if (bad || rename(tmp, path) != 0) {
-    int err = errno ? errno : EIO; /* a stream's error sets none */
-    unlink(tmp);
-    return mkc_error_in(path, "cannot write: %s", strerror(err));
-  }
-  return 0;
+  if (mkc_atomic_commit(f, tmp, path) == 0) return 0;
+  return mkc_error_in(path, "cannot write: %s", strerror(errno));
 }

@@ -338,14 +338,11 @@ int mkc_gguf_write(mkc_gguf_writer *w, const char *path) {
   }
   /* A reader never sees a half-written file under the real name. */
   char tmp[4200];
-  if (mkc_temp_path(path, tmp, sizeof tmp) != 0) {
-    free(header.p);
-    return writer_error("path too long: %s", path);
-  }
-  FILE *out = fopen(tmp, "wb");
+  FILE *out = mkc_atomic_open(path, tmp, sizeof tmp);
   if (!out) {
-    fprintf(stderr, "mkc: error: cannot write %s: %s\n", path, strerror(errno));
     free(header.p);
+    if (!tmp[0]) return writer_error("path too long: %s", path);
+    fprintf(stderr, "mkc: error: cannot write %s: %s\n", path, strerror(errno));
     return -1;
   }
   int bad = fwrite(header.p, 1, header.len, out) != header.len;
@@ -360,13 +357,10 @@ int mkc_gguf_write(mkc_gguf_writer *w, const char *path) {
       pad -= k;
     }
   }
-  bad |= ferror(out) != 0;
-  int err = bad ? errno : 0;
-  if (fclose(out) != 0 && !bad) bad = 1, err = errno;
-  if (!bad && rename(tmp, path) != 0) bad = 1, err = errno;
-  if (bad) {
-    fprintf(stderr, "mkc: error: cannot write %s: %s\n", path, err ? strerror(err) : "I/O error");
-    remove(tmp);
+  if (bad) mkc_atomic_abandon(out, tmp);
+  if (bad || mkc_atomic_commit(out, tmp, path) != 0) {
+    fprintf(stderr, "mkc: error: cannot write %s: %s\n", path,
+            errno ? strerror(errno) : "I/O error");
     return -1;
   }
   return 0;

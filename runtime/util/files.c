@@ -100,26 +100,47 @@ int mkc_temp_path(const char *path, char *tmp, size_t cap) {
 }
 
 /* -1 with errno set; *at is the file the failure concerns. */
-static int write_parts(const char *path, const void *const *parts, const size_t *sizes, int n_parts,
-                       const char **at) {
-  static __thread char tmp[4200];
-  *at = path;
-  if (mkc_temp_path(path, tmp, sizeof tmp) != 0) return -1;
-  FILE *f = fopen(tmp, "wb");
-  if (!f) {
-    *at = tmp;
-    return -1;
+FILE *mkc_atomic_open(const char *path, char *tmp, size_t cap) {
+  if (mkc_temp_path(path, tmp, cap) != 0) {
+    if (cap) tmp[0] = '\0'; /* no name: path is the one to blame */
+    return NULL;
   }
-  int bad = 0;
-  for (int i = 0; i < n_parts; i++) bad |= sizes[i] && fwrite(parts[i], 1, sizes[i], f) != sizes[i];
+  return fopen(tmp, "wb");
+}
+
+int mkc_atomic_commit(FILE *f, const char *tmp, const char *path) {
+  errno = 0;
+  int bad = ferror(f) != 0;
   bad |= fclose(f) != 0;
   if (bad || rename(tmp, path) != 0) {
-    int err = errno;
+    int err = errno ? errno : EIO; /* a stream's error sets none */
     unlink(tmp);
     errno = err;
     return -1;
   }
   return 0;
+}
+
+void mkc_atomic_abandon(FILE *f, const char *tmp) {
+  int err = errno;
+  fclose(f);
+  unlink(tmp);
+  errno = err;
+}
+
+static int write_parts(const char *path, const void *const *parts, const size_t *sizes, int n_parts,
+                       const char **at) {
+  static __thread char tmp[4200];
+  *at = path;
+  FILE *f = mkc_atomic_open(path, tmp, sizeof tmp);
+  if (!f) {
+    if (tmp[0]) *at = tmp;
+    return -1;
+  }
+  int bad = 0;
+  for (int i = 0; i < n_parts; i++) bad |= sizes[i] && fwrite(parts[i], 1, sizes[i], f) != sizes[i];
+  if (bad) return mkc_atomic_abandon(f, tmp), -1;
+  return mkc_atomic_commit(f, tmp, path);
 }
 
 int mkc_write_atomic_quiet(const char *path, const void *const *parts, const size_t *sizes,

@@ -4,6 +4,7 @@
 #define MKC_FILES_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 /* $MKC_CACHE_DIR/sub, else $XDG_CACHE_HOME/mkc/sub, else ~/.cache/mkc/sub,
  * created if missing. Returns 0, or -1 after printing why. */
@@ -22,6 +23,15 @@ void *mkc_read_file(const char *path, size_t *size);
 /* A temporary name beside path, unique in this process and among processes:
  * PATH.PID.N.tmp. 0, or -1 (errno ENAMETOOLONG) when it does not fit cap. */
 int mkc_temp_path(const char *path, char *tmp, size_t cap);
+
+/* A file written as a stream that readers never see half done: opened under
+ * a temporary name beside path (its name into tmp), then committed (closed
+ * and renamed over path) or abandoned (closed and removed). Open: the
+ * stream, or NULL with errno set (tmp "" when no temporary name fits). Commit: 0, or -1 with errno
+ * set (EIO for a stream error that set none), the temporary removed. */
+FILE *mkc_atomic_open(const char *path, char *tmp, size_t cap);
+int mkc_atomic_commit(FILE *f, const char *tmp, const char *path);
+void mkc_atomic_abandon(FILE *f, const char *tmp);
 
 /* Writes the parts to a temporary name (mkc_temp_path) and renames it over
  * path, so a reader sees the old file or the whole new one. 0, or -1 after
