@@ -698,14 +698,13 @@ int mkc_st_read_f32(const mkc_safetensors *st, const mkc_st_tensor *t, float *ds
   return mkc_mapped_read(&st->files[t->file].map, st->files[t->file].path, dequant_f32, &job);
 }
 
-/* n elements of t plus 1 as bf16 into dst: Gemma's norms, summed in float as
- * transformers' Gemma3RMSNorm does (1.0 + weight.float()), then rounded. */
+/* The n elements of t (its shape checked: all of them) plus 1 as bf16 into dst: Gemma's norms,
+ * summed in float as transformers' Gemma3RMSNorm does (1.0 + weight.float()), then rounded. */
 static int read_bf16_plus_one(const mkc_safetensors *st, const mkc_st_tensor *t, size_t n,
                               uint16_t *dst) {
   float *f = malloc((n ? n : 1) * sizeof *f);
   if (!f) return mkc_error_in(mkc_st_file_path(st, t->file), "tensor '%s': out of memory", t->name);
-  dequant_job job = {t, n, (uint16_t *)f};
-  int rc = mkc_mapped_read(&st->files[t->file].map, st->files[t->file].path, dequant_f32, &job);
+  int rc = mkc_st_read_f32(st, t, f);
   for (size_t i = 0; rc == 0 && i < n; i++) dst[i] = mkc_float_to_bf16(1.0f + f[i]);
   free(f);
   return rc;
