@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 
+#include "backend/kv_rows.h"
 #include "mkc_state.h"
 
 typedef struct mkc_backend_ops mkc_backend_ops;
@@ -68,6 +69,11 @@ struct mkc_backend_ops {
    * src_at) or NULL: the cache (from position dst_at, src_at). Positions
    * [at, at + n) of the cache are < max_ctx. 0 or -1 after a message. */
   int (*store_copy)(mkc_backend *b, void *dst, int dst_at, const void *src, int src_at, int n);
+  /* store_copy on a slot kernel (g->slots > 0): the cache is slot at->slot's
+   * positions (backend/kv_rows.h: paged, through at->table, which the copy
+   * only reads). NULL here: the backend runs no slot kernel (ref). */
+  int (*slot_copy)(mkc_backend *b, const mkc_kv_slot *at, void *dst, int dst_at, const void *src,
+                   int src_at, int n);
   /* A host copy of the store's bytes (malloc'd; *bytes of them): tests
    * compare stores. NULL + message. */
   void *(*store_read)(mkc_backend *b, const void *store, size_t *bytes);

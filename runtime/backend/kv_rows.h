@@ -30,13 +30,24 @@ size_t mkc_kv_store_bytes(const mkc_graph *g, int rows);
 typedef int (*mkc_kv_piece_fn)(void *ctx, int dst_arena, size_t dst, int src_arena, size_t src,
                                size_t bytes);
 
+/* Which sequence's positions "the cache" means in a slot kernel (g->slots >
+ * 0, templates/slots.cuh): slot `slot`'s, in its own cache, or paged
+ * (g->kv_pages > 0) on the pool's pages its table names (g->slot_pages ints,
+ * every page the copy touches held); its history is the slot's. */
+typedef struct mkc_kv_slot {
+  int slot;
+  const int *table;
+} mkc_kv_slot;
+
 /* Calls piece() for each piece of copying n positions to dst from src: a
  * side with store_rows > 0 is a store of that many rows, at row `at`; with
- * store_rows 0 it is the cache, at position `at`. A ring takes part with the
- * last kv_rows positions of the range at most (the earlier ones share their
- * rows), cut where it wraps; a store row it skips is left as it was. Stops at
- * the first nonzero return and returns it; 0 when all went. */
-int mkc_kv_rows_copy(const mkc_graph *g, int dst_rows, int dst_at, int src_rows, int src_at, int n,
-                     mkc_kv_piece_fn piece, void *ctx);
+ * store_rows 0 it is the cache (slot `at`'s; NULL: a plain kernel's), at
+ * position `at`. A ring takes part with the last kv_rows positions of the
+ * range at most (the earlier ones share their rows), cut where it wraps; a
+ * store row it skips is left as it was; a page run ends at its page. Stops at
+ * the first nonzero return and returns it; 0 when all went, -1 after a
+ * message for a page the table does not hold. */
+int mkc_kv_rows_copy(const mkc_graph *g, const mkc_kv_slot *at, int dst_rows, int dst_at,
+                     int src_rows, int src_at, int n, mkc_kv_piece_fn piece, void *ctx);
 
 #endif

@@ -49,8 +49,11 @@ int mkc_kv_file_parse(const void *data, size_t n, mkc_kv_file *f, char *why, siz
   return 0;
 }
 
-/* The file's bytes: header, windows, tokens, rows, written atomically (mkc_write_atomic). */
-static int write_file(const char *path, uint64_t model_id, const int *held_from, int n_rings,
+size_t mkc_kv_file_bytes(int n_rings, int n, size_t rows) {
+  return HEADER + (size_t)(n_rings + n) * 4 + rows;
+}
+
+int mkc_kv_file_write(const char *path, uint64_t model_id, const int *held_from, int n_rings,
                       const int *tokens, int n, const void *rows, size_t bytes) {
   unsigned char head[HEADER] = {0}, *words = malloc((size_t)(n_rings + n) * 4 + 1);
   if (!words) {
@@ -88,10 +91,10 @@ int mkc_kv_write(mkc_session *s, int n, uint64_t model_id, const char *path, siz
   int held[s->n_rings > 0 ? s->n_rings : 1];
   for (int r = 0; r < s->n_rings; r++) held[r] = mkc_kv_snapshot_held(kept, r);
   void *rows = mkc_kv_snapshot_read(kept, &bytes);
-  int rc = rows ? write_file(path, model_id, held, s->n_rings, mkc_kv_snapshot_tokens(kept), n,
-                             rows, bytes)
+  int rc = rows ? mkc_kv_file_write(path, model_id, held, s->n_rings, mkc_kv_snapshot_tokens(kept),
+                                    n, rows, bytes)
                 : -1;
-  if (rc == 0) *written = HEADER + (size_t)(s->n_rings + n) * 4 + bytes, why[0] = 0;
+  if (rc == 0) *written = mkc_kv_file_bytes(s->n_rings, n, bytes), why[0] = 0;
   free(rows);
   mkc_kv_snapshot_free(rest);
   mkc_kv_snapshot_free(first);
@@ -105,9 +108,7 @@ int mkc_kv_save(mkc_session *s, int n, uint64_t model_id, const char *path) {
   return mkc_kv_write(s, n, model_id, path, &written, why, sizeof why) < 0 ? -1 : 0;
 }
 
-/* The file's tokens in host order (one more slot, for callers that count
- * past them); NULL when out of memory. */
-static int *file_tokens(const mkc_kv_file *f) {
+int *mkc_kv_file_tokens(const mkc_kv_file *f) {
   int *tokens = malloc((size_t)(f->n_tokens + 1) * sizeof *tokens);
   for (int i = 0; tokens && i < f->n_tokens; i++)
     tokens[i] = (int)(int32_t)(uint32_t)get_le(f->tokens + 4 * (size_t)i, 4);
@@ -165,7 +166,7 @@ int mkc_kv_load(mkc_session *s, uint64_t model_id, const char *path, const int *
             "not used\n",
             path);
   } else {
-    int *tokens = file_tokens(&f), same = 0, oom = !tokens;
+    int *tokens = mkc_kv_file_tokens(&f), same = 0, oom = !tokens;
     while (tokens && same < f.n_tokens && same < n_prompt - 1 && tokens[same] == prompt[same])
       same++;
     /* the prompt's tokens in the history, not the file's */
@@ -212,7 +213,7 @@ int mkc_kv_read(mkc_session *s, uint64_t model_id, const char *path, int **token
     /* why says it */
   } else if (f.model_id != model_id) {
     snprintf(why, cap, "it was written for another model or kernel");
-  } else if (!(tokens = file_tokens(&f))) {
+  } else if (!(tokens = mkc_kv_file_tokens(&f))) {
     oom = 1;
   } else {
     for (int i = 0; i < f.n_tokens && bad < 0; i++)

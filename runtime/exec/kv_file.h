@@ -38,6 +38,17 @@ typedef struct mkc_kv_file {
  * that do not add up). Points into data. */
 int mkc_kv_file_parse(const void *data, size_t n, mkc_kv_file *f, char *why, size_t cap);
 
+/* The file of n tokens and their rows (bytes of them) for model_id, each
+ * sliding window's first position held in held_from[0..n_rings), written
+ * through a temporary name (mkc_write_atomic). 0, or -1 after a message. */
+int mkc_kv_file_write(const char *path, uint64_t model_id, const int *held_from, int n_rings,
+                      const int *tokens, int n, const void *rows, size_t bytes);
+/* Its bytes: the header, windows, tokens and rows. */
+size_t mkc_kv_file_bytes(int n_rings, int n, size_t rows);
+/* A parsed file's tokens in host order (one more slot for callers that count
+ * past them); NULL when out of memory. */
+int *mkc_kv_file_tokens(const mkc_kv_file *f);
+
 /* Writes positions [0, n) of s to path (n past its pos: up to its pos), for
  * model_id (through a temporary name). 0, or -1 after a message. */
 int mkc_kv_save(mkc_session *s, int n, uint64_t model_id, const char *path);

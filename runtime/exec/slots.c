@@ -346,3 +346,103 @@ int mkc_slots_share(mkc_slots *p, int s, const int *prompt, int n) {
 size_t mkc_slots_kv_total(const mkc_slots *p) { return p->g->kv_bytes; }
 
 int mkc_slots_stage_ns(mkc_slots *p, double *ns) { return mkc_backend_stage_ns(p->b, p->g, ns); }
+
+/* Whether slot s's cache keeps every position it holds: paged, or whole caches without rings. */
+static int keeps_all(const mkc_slots *p) {
+  const mkc_graph *g = p->g;
+  for (int i = 0; g->kv_pages == 0 && i < g->n_nodes; i++)
+    if (g->nodes[i].op == MKC_OP_ATTENTION && mkc_node_kv_rows(g, &g->nodes[i]) < g->max_ctx)
+      return 0;
+  return 1;
+}
+
+/* A store of n rows and its copy to or from slot s (to_store: from the slot). NULL + message. */
+static void *slot_store(mkc_slots *p, int s, int n) {
+  const mkc_backend_ops *ops = p->b->ops;
+  if (!ops->slot_copy || !ops->store_open) {
+    fprintf(stderr, "mkc: error: the %s backend copies no slot's rows\n", ops->name);
+    return NULL;
+  }
+  return ops->store_open(p->b, n);
+}
+
+void *mkc_slots_read_rows(mkc_slots *p, int s, size_t *bytes) {
+  if (bad_slot(p, s)) return NULL;
+  if (!keeps_all(p)) {
+    fprintf(stderr,
+            "mkc: error: slot %d: its sliding windows keep only their last rows (whole "
+            "caches: generate the kernel with --kv-pages)\n",
+            s);
+    return NULL;
+  }
+  int n = p->states[s].pos;
+  void *store = slot_store(p, s, n), *host = NULL;
+  if (!store) return NULL;
+  mkc_kv_slot at = {s, p->table ? p->table + (size_t)s * p->g->slot_pages : NULL};
+  if (p->b->ops->slot_copy(p->b, &at, store, 0, NULL, 0, n) == 0)
+    host = p->b->ops->store_read(p->b, store, bytes);
+  p->b->ops->store_close(p->b, store);
+  return host;
+}
+
+int mkc_slots_write_rows(mkc_slots *p, int s, const int *tokens, int n, const void *rows,
+                         size_t bytes) {
+  const mkc_graph *g = p->g;
+  if (bad_slot(p, s) || mkc_slots_clear(p, s) != 0) return -1;
+  if (n < 0 || n > g->max_ctx) {
+    fprintf(stderr, "mkc: error: slot %d: %d positions do not fit a context of %d\n", s, n,
+            g->max_ctx);
+    return -1;
+  }
+  if (bytes != mkc_kv_store_bytes(g, n)) {
+    fprintf(stderr, "mkc: error: slot %d: %zu bytes are not the rows of %d positions (%zu)\n", s,
+            bytes, n, mkc_kv_store_bytes(g, n));
+    return -1;
+  }
+  for (int i = 0; i < n; i++)
+    if (tokens[i] < 0 || tokens[i] >= g->vocab) {
+      fprintf(stderr, "mkc: error: slot %d: token %d (position %d) is outside the vocabulary\n", s,
+              tokens[i], i);
+      return -1;
+    }
+  if (n == 0) return 0;
+  unsigned char *host = malloc(bytes);
+  void *store = host ? slot_store(p, s, n) : NULL;
+  int rc = -1;
+  if (!host) fprintf(stderr, "mkc: error: out of memory for %zu bytes of KV rows\n", bytes);
+  if (store && (!g->kv_pages || hold_pages(p, s, 0, n) == 0)) {
+    /* the history, last in a store, is the tokens: the penalties index their counts by it */
+    memcpy(host, rows, bytes - (size_t)n * sizeof(int));
+    for (int i = 0; i < n; i++) {
+      int32_t id = tokens[i];
+      memcpy(host + bytes - (size_t)(n - i) * sizeof id, &id, sizeof id);
+    }
+    mkc_kv_slot at = {s, p->table ? p->table + (size_t)s * g->slot_pages : NULL};
+    rc = p->b->ops->store_write(p->b, store, host, bytes) == 0 &&
+                 p->b->ops->slot_copy(p->b, &at, NULL, 0, store, 0, n) == 0 &&
+                 (!p->b->ops->set_slot_pos || p->b->ops->set_slot_pos(p->b, s, n) == 0)
+             ? 0
+             : -1;
+  }
+  if (store) p->b->ops->store_close(p->b, store);
+  free(host);
+  if (rc != 0) {
+    mkc_slots_clear(p, s);
+    return -1;
+  }
+  int *held = p->tokens + (size_t)s * g->max_ctx;
+  memcpy(held, tokens, (size_t)n * sizeof *tokens);
+  p->states[s].pos = n;
+  const int *table = g->kv_pages > 0 ? p->table + (size_t)s * g->slot_pages : NULL;
+  for (int i = 0; table && i < n / MKC_KV_PAGE; i++)
+    mkc_prefix_add(p->index, i ? table[i - 1] : -1, held + i * MKC_KV_PAGE, table[i]);
+  return 0;
+}
+
+int mkc_slots_forget(mkc_slots *p, int s) {
+  if (bad_slot(p, s)) return -1;
+  const int *table = p->table ? p->table + (size_t)s * p->g->slot_pages : NULL;
+  for (int i = 0; table && i < p->g->slot_pages; i++)
+    if (table[i] >= 0 && p->refs[table[i]] == 1) mkc_prefix_remove(p->index, table[i]);
+  return mkc_slots_clear(p, s);
+}

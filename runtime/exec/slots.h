@@ -71,4 +71,20 @@ int mkc_slots_pages_kept(const mkc_slots *p);
  * shared page is never written: every slot writes past its own pos. */
 int mkc_slots_share(mkc_slots *p, int s, const int *prompt, int n);
 
+/* Slot files (llama-server's slot save and restore on mkc serve --parallel).
+ * Slot s's rows of its positions [0, pos): a host copy of a store
+ * (backend/kv_rows.h; *bytes of them, malloc'd), its tokens being
+ * mkc_slots_tokens'. NULL + message; refused for slots whose sliding windows
+ * keep only their last rows (whole caches with rings: not paged). */
+void *mkc_slots_read_rows(mkc_slots *p, int s, size_t *bytes);
+/* Slot s, cleared, takes n positions: their tokens (in the vocabulary) and
+ * rows (bytes of them, as mkc_slots_read_rows gives them; the history in
+ * them is rewritten from tokens). Paged, its full pages are then indexed for
+ * sharing, as a step's are. 0, or -1 + message, the slot left empty. */
+int mkc_slots_write_rows(mkc_slots *p, int s, const int *tokens, int n, const void *rows,
+                         size_t bytes);
+/* Slot s forgets its tokens as mkc_slots_clear does and, paged, its pages no
+ * other slot holds leave the index: no later prompt shares them. 0 or -1. */
+int mkc_slots_forget(mkc_slots *p, int s);
+
 #endif

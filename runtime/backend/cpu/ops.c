@@ -99,12 +99,17 @@ static int copy_piece(void *ctx, int dst_arena, size_t dst, int src_arena, size_
   return 0;
 }
 
-static int store_copy(mkc_backend *b, void *dst, int dst_at, const void *src, int src_at, int n) {
+static int slot_copy(mkc_backend *b, const mkc_kv_slot *at, void *dst, int dst_at, const void *src,
+                     int src_at, int n) {
   cpu_store *d = dst;
   const cpu_store *s = src;
   copy_ends e = {cpu(b), d ? d->data : NULL, s ? s->data : NULL};
-  return mkc_kv_rows_copy(cpu(b)->g, d ? d->rows : 0, dst_at, s ? s->rows : 0, src_at, n,
+  return mkc_kv_rows_copy(cpu(b)->g, at, d ? d->rows : 0, dst_at, s ? s->rows : 0, src_at, n,
                           copy_piece, &e);
+}
+
+static int store_copy(mkc_backend *b, void *dst, int dst_at, const void *src, int src_at, int n) {
+  return slot_copy(b, NULL, dst, dst_at, src, src_at, n);
 }
 
 static void *store_read(mkc_backend *b, const void *store, size_t *bytes) {
@@ -155,6 +160,7 @@ static const mkc_backend_ops cpu_ops = {
     .kv = kv,
     .store_open = store_open,
     .store_copy = store_copy,
+    .slot_copy = slot_copy,
     .store_read = store_read,
     .store_write = store_write,
     .store_close = store_close,

@@ -275,10 +275,10 @@ fail:
   return -1;
 }
 
-int mkc_cuda_store_copy(mkc_cuda_kernel *b, CUdeviceptr dst, int dst_rows, int dst_at,
-                        CUdeviceptr src, int src_rows, int src_at, int n) {
+int mkc_cuda_store_copy(mkc_cuda_kernel *b, const mkc_kv_slot *at, CUdeviceptr dst, int dst_rows,
+                        int dst_at, CUdeviceptr src, int src_rows, int src_at, int n) {
   copy_ends e = {b, dst, src};
-  return mkc_kv_rows_copy(b->g, dst_rows, dst_at, src_rows, src_at, n, copy_piece, &e);
+  return mkc_kv_rows_copy(b->g, at, dst_rows, dst_at, src_rows, src_at, n, copy_piece, &e);
 }
 
 int mkc_cuda_store_read(mkc_cuda_kernel *b, CUdeviceptr store, size_t bytes, void *host) {

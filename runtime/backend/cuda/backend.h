@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "backend/backend.h"
+#include "backend/kv_rows.h"
 #include "codegen/host.h"
 #include "driver.h"
 #include "formats/weights.h"
@@ -58,12 +59,12 @@ int mkc_cuda_write_sampling(mkc_cuda_kernel *b, const mkc_state *st);
 
 /* Snapshots' stores (backend/kv_rows.h) in device memory. Alloc: zeroed on
  * the stream; 0 after a message. Copy: n positions to dst from src (a store of *_rows rows at its
- * row *_at, or with *_rows 0 the cache at position *_at), device to device
+ * row *_at, or with *_rows 0 the cache, slot at's, at position *_at), device to device
  * on the stream, ordered with the steps; nothing waits. Read: a store's
  * bytes to the host, on the stream. Free: after the stream's work. */
 CUdeviceptr mkc_cuda_store_alloc(mkc_cuda_kernel *b, size_t bytes);
-int mkc_cuda_store_copy(mkc_cuda_kernel *b, CUdeviceptr dst, int dst_rows, int dst_at,
-                        CUdeviceptr src, int src_rows, int src_at, int n);
+int mkc_cuda_store_copy(mkc_cuda_kernel *b, const mkc_kv_slot *at, CUdeviceptr dst, int dst_rows,
+                        int dst_at, CUdeviceptr src, int src_rows, int src_at, int n);
 int mkc_cuda_store_read(mkc_cuda_kernel *b, CUdeviceptr store, size_t bytes, void *host);
 int mkc_cuda_store_write(mkc_cuda_kernel *b, CUdeviceptr store, size_t bytes, const void *host);
 void mkc_cuda_store_free(mkc_cuda_kernel *b, CUdeviceptr store);

@@ -117,10 +117,15 @@ static void *store_open(mkc_backend *b, int rows) {
   return st;
 }
 
-static int store_copy(mkc_backend *b, void *dst, int dst_at, const void *src, int src_at, int n) {
+static int slot_copy(mkc_backend *b, const mkc_kv_slot *at, void *dst, int dst_at, const void *src,
+                     int src_at, int n) {
   const cuda_store *d = dst, *s = src;
-  return mkc_cuda_store_copy(cuda(b)->kernel, d ? d->mem : 0, d ? d->rows : 0, dst_at,
+  return mkc_cuda_store_copy(cuda(b)->kernel, at, d ? d->mem : 0, d ? d->rows : 0, dst_at,
                              s ? s->mem : 0, s ? s->rows : 0, src_at, n);
+}
+
+static int store_copy(mkc_backend *b, void *dst, int dst_at, const void *src, int src_at, int n) {
+  return slot_copy(b, NULL, dst, dst_at, src, src_at, n);
 }
 
 static void *store_read(mkc_backend *b, const void *store, size_t *bytes) {
@@ -181,6 +186,7 @@ static const mkc_backend_ops cuda_ops = {
     .copy_bandwidth = copy_bandwidth,
     .store_open = store_open,
     .store_copy = store_copy,
+    .slot_copy = slot_copy,
     .store_read = store_read,
     .store_write = store_write,
     .store_close = store_close,
