@@ -308,7 +308,4 @@ expect_error "--slot-save-path: not a directory" "mkc: error: --slot-save-path $
   -- serve "${args[@]}" --slot-save-path "$dir/one.bin"
 expect_error "--slot-save-path: missing" "mkc: error: --slot-save-path $tmp/none: not a directory" \
   -- serve "${args[@]}" --slot-save-path "$tmp/none"
-expect_error "--slot-save-path with --parallel" \
-  "mkc: error: serve: --slot-save-path: not with --parallel (a slot file holds the one sequence the plain server keeps)" \
-  -- serve "${args[@]}" --parallel 2 --slot-save-path "$dir"
 finish

@@ -204,14 +204,19 @@ int main(void) {
             mkc_slots_kv_used(b, 5) == (size_t)pages * (pk.g.kv_bytes / pk.g.kv_pages),
         "written into another pool's slot 5: read back the same, pos %d, %d pages held", n, pages);
   free(back);
-  int longer[N_PROMPT + N_DECODE + 3];
+  /* slot 1 shares them, then computes 20 positions more (one full page past them) and lets go:
+   * that page is kept, indexed under the restored ones */
+  int longer[N_PROMPT + N_DECODE + 18], next1;
   memcpy(longer, held, sizeof held);
-  longer[n] = 1, longer[n + 1] = 2, longer[n + 2] = 3;
-  int shared = mkc_slots_share(b, 1, longer, n + 3);
-  CHECK(shared == n / MKC_KV_PAGE * MKC_KV_PAGE && shared > 0 && mkc_slots_pages_held(b) == pages &&
-            mkc_slots_clear(b, 1) == 0,
-        "a later prompt beginning with them shares the %d positions of its full pages (%d), no "
-        "page more held",
+  for (int i = n; i < n + 18; i++) longer[i] = (5 * i + 1) % 256;
+  int shared = mkc_slots_share(b, 1, longer, n + 18);
+  int held_then = mkc_slots_pages_held(b);
+  ok = shared > 0 && feed(b, 1, longer + shared, n + 18 - shared, &next1) == 0 &&
+       mkc_slots_pos(b, 1) == n + 18 && mkc_slots_clear(b, 1) == 0;
+  CHECK(ok && shared == n / MKC_KV_PAGE * MKC_KV_PAGE && held_then == pages &&
+            mkc_slots_pages_held(b) == pages && mkc_slots_pages_kept(b) == 1,
+        "a later prompt beginning with them shares the %d positions of their full pages (%d), "
+        "holding no page more; its own next full page is kept when it lets go",
         n / MKC_KV_PAGE * MKC_KV_PAGE, shared);
 
   /* both slots decode on alike: logits bit for bit, the plain greedy tokens */
@@ -234,9 +239,10 @@ int main(void) {
 
   /* forget: slot 5's pages leave the index */
   ok = mkc_slots_forget(b, 5) == 0;
-  CHECK(ok && mkc_slots_pos(b, 5) == 0 && mkc_slots_share(b, 1, longer, n + 3) == 0 &&
+  CHECK(ok && mkc_slots_pos(b, 5) == 0 && mkc_slots_share(b, 1, longer, n + 18) == 0 &&
             mkc_slots_pages_held(b) == 0 && mkc_slots_pages_kept(b) == 0,
-        "forgotten: no page held or kept, and the prompt shares nothing");
+        "forgotten: no page held, the kept page under them gone too, and the prompt shares "
+        "nothing");
 
   /* a file round trip, and its refusals */
   char dir[] = "/tmp/mkc_slot_rows_XXXXXX", path[64], other_path[80];

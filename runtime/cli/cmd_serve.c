@@ -95,10 +95,12 @@ static const char USAGE[] =
     "  --host ADDR            the address to listen on (default 127.0.0.1)\n"
     "  -a, --alias NAME       the model's name in the API (/v1/models, answers' model,\n"
     "                         ollama's tags; default: the model file's name)\n"
-    "  --slot-save-path DIR   llama-server's slot files: POST /slots/0?action=save\n"
+    "  --slot-save-path DIR   llama-server's slot files: POST /slots/N?action=save\n"
     "                         or restore ({\"filename\": NAME}, a file in DIR) writes\n"
-    "                         or reads the KV rows the server holds for the next\n"
-    "                         request; action=erase forgets them (not with --parallel)\n"
+    "                         or reads the KV rows slot N holds for the next request\n"
+    "                         (--parallel: its last one's; a later prompt shares\n"
+    "                         their full pages); action=erase forgets them. A slot\n"
+    "                         still decoding is acted on when its request ends\n"
     "  --no-slots             GET /slots refused (501), as llama-server's flag asks\n"
     "  -to, --timeout N       seconds a request may take to arrive whole, and a client\n"
     "                         to read an answer's next bytes (default 30)\n"
@@ -556,7 +558,7 @@ int mkc_serve_route(mkc_server *sv, int fd, const mkc_http_req *req) {
   } else if (strcmp(p, "/slots") == 0) {
     mkc_serve_slot_list(sv, fd, req);
   } else if (strncmp(p, "/slots/", 7) == 0) {
-    mkc_serve_slot_action(sv, fd, req);
+    rc = mkc_serve_slot_action(sv, fd, req);
   } else if (strcmp(p, "/props") == 0) {
     get ? mkc_serve_props(sv, fd) : mkc_respond_error(fd, 405, "use GET");
   } else if (strcmp(p, "/apply-template") == 0) {
@@ -633,10 +635,6 @@ static int check_flags(const mkc_cli *c) {
   if (c->chat_template && !c->model_path)
     return mkc_cli_usage_error_in("serve", "%s",
                                   "serve: --chat-template needs a model with a tokenizer (-m)");
-  if (c->slot_save_path && c->slots)
-    return mkc_cli_usage_error_in("serve", "%s",
-                                  "serve: --slot-save-path: not with --parallel (a slot file "
-                                  "holds the one sequence the plain server keeps)");
   if (c->slot_save_path && mkc_serve_slot_dir_check(c->slot_save_path) != 0) return 2;
   return 0;
 }

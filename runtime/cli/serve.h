@@ -19,6 +19,7 @@
 #define MKC_SERVE_CLOSING_MAX 64
 
 typedef struct mkc_serve_job mkc_serve_job;
+typedef struct mkc_slot_wait mkc_slot_wait;
 
 /* What the server has done, for GET /metrics: the answered generation
  * requests, their prompt tokens fed and taken from the cache, the tokens
@@ -70,6 +71,7 @@ typedef struct mkc_server {
   mkc_slots *slots;
   mkc_sched *sched;
   mkc_serve_job *jobs;
+  mkc_slot_wait *waits; /* slot actions waiting for their slot's request to end */
 } mkc_server;
 
 /* A completion or chat request, from its parse to its answer's end. */
@@ -138,9 +140,13 @@ mkc_constraint *mkc_serve_job_json(mkc_server *sv, const mkc_serve_job *j, int o
 /* A chat request's messages in the model's template, as the prompt's text (malloc'd), or
  * NULL with the 400 message in why. */
 char *mkc_serve_chat_text(const mkc_server *sv, const mkc_api_req *r, char *why, size_t cap);
-/* llama-server's POST /slots/0?action=save|restore|erase (serve_slot_file.c): the
- * session's tokens and KV rows to or from --slot-save-path's FILENAME, or forgotten. */
-void mkc_serve_slot_action(mkc_server *sv, int fd, const mkc_http_req *req);
+/* llama-server's POST /slots/N?action=save|restore|erase (serve_slot_file.c): the
+ * session's (--parallel: the pool's slot N's) tokens and KV rows to or from
+ * --slot-save-path's FILENAME, or forgotten. MKC_SERVE_DONE, or MKC_SERVE_KEPT: the
+ * slot is decoding, and the action waits for its request to end (mkc_serve_slot_waits). */
+int mkc_serve_slot_action(mkc_server *sv, int fd, const mkc_http_req *req);
+/* --parallel: the waiting slot actions whose slot no longer decodes, done and answered. */
+void mkc_serve_slot_waits(mkc_server *sv);
 /* llama-server's GET /slots (serve_slot_list.c): each slot's context and whether it is busy,
  * with its request's figures, options and texts (the last one's on the plain server);
  * ?fail_on_no_slot=1: 503 when every slot is busy. */

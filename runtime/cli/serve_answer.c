@@ -157,7 +157,7 @@ static cJSON *native_object(const mkc_answer *g, const char *text, size_t n, int
   cJSON_AddItemToObject(o, "content", mkc_json_text(text, text ? n : 0));
   cJSON_AddItemToObject(o, "tokens",
                         stop ? cJSON_CreateIntArray(g->ids, g->n_ids) : cJSON_CreateArray());
-  cJSON_AddNumberToObject(o, "id_slot", 0);
+  cJSON_AddNumberToObject(o, "id_slot", g->id_slot);
   cJSON_AddBoolToObject(o, "stop", stop);
   cJSON_AddNumberToObject(o, "tokens_predicted", g->n_ids);
   return o;

@@ -43,6 +43,7 @@ typedef struct mkc_answer {
    * usage and [DONE], its whole answer's envelope wait for the last), and the earlier
    * choices: their JSON (a whole answer's) and tokens */
   int index, more;
+  int id_slot; /* llama-server's: the slot decoding it (--parallel's; else 0) */
   cJSON *choices;
   int earlier_tokens;
   /* ollama's /api/generate: the tokens its last object returns as "context"

@@ -136,6 +136,8 @@ int mkc_serve_slots_step(mkc_server *sv) {
   int rc = mkc_sched_step(sv->sched);
   for (mkc_serve_job **at = &sv->jobs; *at;) {
     mkc_serve_job *j = *at;
+    int slot = mkc_sched_slot_of(sv->sched, &j->q);
+    if (slot >= 0) j->g.id_slot = slot; /* before its tokens' chunks */
     int done = deliver(j);
     if (!done && j->q.stopped == MKC_BATCH_RUNNING && rc >= 0) {
       at = &j->next;
@@ -150,6 +152,7 @@ int mkc_serve_slots_step(mkc_server *sv) {
     mkc_serve_job_close(j);
     free(j);
   }
+  mkc_serve_slot_waits(sv); /* slot actions whose slot this step freed */
   return rc < 0 ? -1 : 0;
 }
 
@@ -163,4 +166,5 @@ void mkc_serve_slots_end_all(mkc_server *sv, const char *why) {
     mkc_serve_job_close(j);
     free(j);
   }
+  mkc_serve_slot_waits(sv); /* every slot free: the waiting actions act on what it holds */
 }

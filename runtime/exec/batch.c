@@ -294,6 +294,12 @@ const mkc_batch_seq *mkc_sched_in_slot(const mkc_sched *sc, int slot) {
   return slot >= 0 && slot < sc->slots ? sc->bs[slot].q : NULL;
 }
 
+int mkc_sched_slot_of(const mkc_sched *sc, const mkc_batch_seq *q) {
+  for (int s = 0; s < sc->slots; s++)
+    if (sc->bs[s].q == q) return s;
+  return -1;
+}
+
 int mkc_sched_step(mkc_sched *sc) {
   const mkc_graph *g = mkc_slots_graph(sc->p);
   mkc_slots *p = sc->p;

@@ -99,7 +99,8 @@ void mkc_sched_cancel(mkc_sched *s, mkc_batch_seq *q);
 int mkc_sched_pending(const mkc_sched *s); /* sequences in a slot or waiting for one */
 /* The sequence in slot `slot` (running, or stopped and not yet released), or NULL when free. */
 const mkc_batch_seq *mkc_sched_in_slot(const mkc_sched *s, int slot);
-const mkc_batch_stats *mkc_sched_stats(const mkc_sched *s); /* so far (seconds: 0) */
+int mkc_sched_slot_of(const mkc_sched *s, const mkc_batch_seq *q); /* q's slot, or -1 */
+const mkc_batch_stats *mkc_sched_stats(const mkc_sched *s);        /* so far (seconds: 0) */
 void mkc_sched_close(mkc_sched *s);
 
 /* Decodes seqs[0..n) on p. 0, or -1 after a message (a backend failure, a

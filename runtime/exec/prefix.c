@@ -80,3 +80,5 @@ void mkc_prefix_remove(mkc_prefix *x, int page) {
 }
 
 int mkc_prefix_indexed(const mkc_prefix *x, int page) { return x->in[page]; }
+
+int mkc_prefix_parent(const mkc_prefix *x, int page) { return x->parent[page]; }

@@ -20,5 +20,7 @@ int mkc_prefix_find(const mkc_prefix *x, int parent, const int *tokens);
 /* Page `page` left the pool (no slot holds it): out of the index. */
 void mkc_prefix_remove(mkc_prefix *x, int page);
 int mkc_prefix_indexed(const mkc_prefix *x, int page);
+/* An indexed page's parent (-1: a sequence's first page). */
+int mkc_prefix_parent(const mkc_prefix *x, int page);
 
 #endif

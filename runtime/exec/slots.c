@@ -441,8 +441,29 @@ int mkc_slots_write_rows(mkc_slots *p, int s, const int *tokens, int n, const vo
 
 int mkc_slots_forget(mkc_slots *p, int s) {
   if (bad_slot(p, s)) return -1;
-  const int *table = p->table ? p->table + (size_t)s * p->g->slot_pages : NULL;
-  for (int i = 0; table && i < p->g->slot_pages; i++)
-    if (table[i] >= 0 && p->refs[table[i]] == 1) mkc_prefix_remove(p->index, table[i]);
+  const mkc_graph *g = p->g;
+  const int *table = p->table ? p->table + (size_t)s * g->slot_pages : NULL;
+  int gone = 0;
+  for (int i = 0; table && i < g->slot_pages; i++)
+    if (table[i] >= 0 && p->refs[table[i]] == 1) {
+      mkc_prefix_remove(p->index, table[i]);
+      gone = 1;
+    }
+  /* An indexed page's parent is indexed (free_page lets children go no later than their
+   * parent): the kept pages under those gone (an earlier sequence's further pages) go too,
+   * free again, lest a page number used anew for other tokens lead to them. */
+  while (gone) {
+    gone = 0;
+    for (int page = 0; page < g->kv_pages; page++) {
+      int parent = mkc_prefix_indexed(p->index, page) ? mkc_prefix_parent(p->index, page) : -1;
+      if (parent < 0 || mkc_prefix_indexed(p->index, parent)) continue;
+      mkc_prefix_remove(p->index, page);
+      if (p->released[page]) {
+        p->released[page] = 0;
+        p->pages_kept--;
+      }
+      gone = 1;
+    }
+  }
   return mkc_slots_clear(p, s);
 }

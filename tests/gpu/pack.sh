@@ -5,7 +5,7 @@
 # there. The device call: carry ["build/gpu-carry"].
 set -eu
 cd "$(dirname "$0")/../.."
-bins=(mkc test_kernel test_spec test_kv_dtype test_snapshot test_window test_slots test_sched test_cp_ring test_t1_path test_wtypes test_embed test_kv_file)
+bins=(mkc test_kernel test_spec test_kv_dtype test_snapshot test_window test_slots test_sched test_cp_ring test_t1_path test_wtypes test_embed test_kv_file test_slot_rows)
 # the flow probe (tests/gpu/probe_flow.cu), where this machine has nvcc
 if command -v nvcc >/dev/null && make -s build/probe_flow; then
   bins+=(probe_flow)

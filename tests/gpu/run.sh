@@ -21,7 +21,7 @@ fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
 
 # The CPU suite's checks, on the GPU.
-[[ $parts == *suite* ]] && for t in build/test_kernel build/test_spec build/test_kv_dtype build/test_snapshot build/test_window build/test_slots build/test_sched build/test_cp_ring build/test_t1_path build/test_wtypes build/test_embed build/test_kv_file; do
+[[ $parts == *suite* ]] && for t in build/test_kernel build/test_spec build/test_kv_dtype build/test_snapshot build/test_window build/test_slots build/test_sched build/test_cp_ring build/test_t1_path build/test_wtypes build/test_embed build/test_kv_file build/test_slot_rows; do
   if [[ " ${MKC_GPU_SKIP:-} " == *" $t "* ]]; then
     skip "$t (cuda): MKC_GPU_SKIP leaves it out"
     continue

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# llama-server's slot files on mkc serve --parallel N --slot-save-path DIR:
+# POST /slots/N?action=save|restore|erase on the pool's slots (exec/slot_file.h).
+# A slot keeps its last request's tokens until another request takes it:
+# saved, they are the prompt and the answer but its last token. Restored by
+# a new server into any slot, a prompt beginning with them shares their full
+# KV pages (cached_tokens) and answers what mkc run answers for the whole
+# prompt (the oracle: run, itself checked against the reference elsewhere).
+# An erase forgets a slot's tokens: the same prompt then shares nothing. An
+# action on a slot still decoding waits for its request to end (llama-server
+# defers it): the save holds the whole answer. A request's answer names its
+# slot (id_slot). Refused: slots outside the pool, a plain server's file.
+# SmolLM2 when the test data is there: a chat's first turn saved by a
+# --parallel server, restored by another; the second turn is mkc chat's.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/serve_lib.sh"
+unset MKC_KV_DTYPE
+dir=$tmp/slots
+mkdir -p "$dir"
+args=(--preset tiny --random-weights 5 --backend cpu --draft-max 0)
+# 60 prompt ids: with an answer of 8 the slot holds 67 positions, 4 full pages of 16
+prompt=$(python3 -c 'print(",".join(str((11 * i + 4) % 256) for i in range(60)))')
+size() { stat -c %s "$1" 2>/dev/null; }
+run_ids() { "$mkc" run "${args[@]}" -n "$2" --prompt-ids "$1" 2>/dev/null; }
+
+if start one "${args[@]}" --parallel 3 --slot-save-path "$dir"; then
+  call POST /completion "{\"prompt\": [$prompt], \"n_predict\": 8}"
+  answer=$(content tokens | tr -d '[] \n')
+  [ "$status" = 200 ] && [ "$(content id_slot)" = 0 ] && [ "$(echo "$answer" | tr ',' ' ' | wc -w)" = 8 ] \
+    && ok "a request on an idle pool: slot 0 (id_slot), 8 tokens" || fail "a first request" "$(head -c 300 "$tmp/ans")"
+  call POST '/slots/0?action=save' '{"filename": "pool.bin"}'
+  [ "$status" = 200 ] && [ "$(get id_slot)" = 0 ] && [ "$(get filename)" = pool.bin ] \
+    && [ "$(get n_saved)" = 67 ] && [ "$(get n_written)" = "$(size "$dir/pool.bin")" ] \
+    && [ -n "$(get timings save_ms)" ] \
+    && ok "save slot 0: its last request's 67 tokens (the answer's last never fed), n_written the file's bytes" \
+    || fail "save slot 0" "$(head -c 300 "$tmp/ans")"
+  grep -q "mkc: slot 0: 67 tokens saved to $dir/pool.bin" "$tmp/one.err" && ok "save: logged with its slot" \
+    || fail "save: logged" "$(tail -n 3 "$tmp/one.err")"
+  # the control: the same prompt again shares the kept full pages of its start (48 of 60)
+  call POST /v1/completions "{\"prompt\": [$prompt], \"max_tokens\": 2}"
+  [ "$(get usage prompt_tokens_details cached_tokens)" = 48 ] \
+    && ok "the same prompt again shares the full pages of its start (48 cached)" \
+    || fail "the same prompt again" "$(head -c 300 "$tmp/ans")"
+  call POST '/slots/0?action=erase'
+  [ "$status" = 200 ] && [ "$(get id_slot)" = 0 ] && [ "$(get n_erased)" = 61 ] \
+    && ok "erase slot 0: the 61 tokens it held" || fail "erase" "$(head -c 300 "$tmp/ans")"
+  call POST /v1/completions "{\"prompt\": [$prompt], \"max_tokens\": 2}"
+  [ "$(get usage prompt_tokens_details cached_tokens)" = 0 ] \
+    && ok "... after the erase the same prompt shares nothing (0 cached)" \
+    || fail "erased: 0 cached" "$(head -c 300 "$tmp/ans")"
+  refused "slot 3 of 0..2" 400 "Invalid slot ID" POST '/slots/3?action=erase'
+  refused "slot -1" 400 "Invalid slot ID" POST '/slots/-1?action=erase'
+  refused "slot 1x" 400 "Invalid slot ID" POST '/slots/1x?action=erase'
+  refused "restore: no such file" 400 "Unable to restore slot: No such file" \
+    POST '/slots/1?action=restore' '{"filename": "none.bin"}'
+  # a slot still decoding: its save waits for the request to end, then holds all of it
+  long="{\"prompt\": [$prompt], \"n_predict\": 150, \"stream\": true}"
+  python3 "$client" "$port" POST /completion "$long" >"$tmp/long" 2>&1 &
+  client_pid=$!
+  busy=
+  for _ in $(seq 200); do
+    call GET /slots
+    [ "$(get 0 is_processing)" = True ] && busy=1 && break
+    sleep 0.05
+  done
+  call POST '/slots/0?action=save' '{"filename": "long.bin"}'
+  wait "$client_pid"
+  [ -n "$busy" ] && [ "$status" = 200 ] && [ "$(get n_saved)" = 209 ] && [ "$(get id_slot)" = 0 ] \
+    && grep -q "mkc: slot 0: the save waits for its request to end" "$tmp/one.err" \
+    && grep -Eq '"id_slot": ?0' "$tmp/long" && ! grep -Eq '"id_slot": ?[1-9]' "$tmp/long" \
+    && ok "a save of a slot decoding waits for its request's end: 209 tokens (60 + 150 - 1)" \
+    || fail "a save of a busy slot" "busy: $busy" "$(head -c 300 "$tmp/ans")" "$(tail -n 3 "$tmp/one.err")"
+  stop one
+fi
+
+# A new server (another pool) restores the file into slot 2; a prompt continuing it shares its
+# 4 full pages, whichever slot it runs in, and answers what run does.
+next="$prompt,$(echo "$answer" | cut -d, -f1-7),2,7,1"
+want=$(run_ids "$next" 10)
+if start two "${args[@]}" --parallel 3 --slot-save-path "$dir/"; then
+  call POST '/slots/2?action=restore' '{"filename": "pool.bin"}'
+  [ "$status" = 200 ] && [ "$(get id_slot)" = 2 ] && [ "$(get n_restored)" = 67 ] \
+    && [ "$(get n_read)" = "$(size "$dir/pool.bin")" ] && [ -n "$(get timings restore_ms)" ] \
+    && ok "another pool restores the file into slot 2: 67 tokens, n_read the file's bytes" \
+    || fail "restore into slot 2" "$(head -c 300 "$tmp/ans")"
+  call POST /v1/completions "{\"prompt\": [$next], \"max_tokens\": 10}"
+  [ "$status" = 200 ] && [ -n "$want" ] && [ "$(get choices 0 text)" = "$want" ] \
+    && [ "$(get usage prompt_tokens_details cached_tokens)" = 64 ] \
+    && ok "restored: a prompt continuing it shares 64 positions (4 full pages) and answers what run does" \
+    || fail "restored, then a request" "run: $want" "$(head -c 400 "$tmp/ans")"
+  stop two
+fi
+
+# The plain server's file: another kernel's rows, refused; and the pool's, by the plain server.
+if start plain "${args[@]}" --slot-save-path "$dir"; then
+  call POST /completion "{\"prompt\": [$prompt], \"n_predict\": 4}"
+  call POST '/slots/0?action=save' '{"filename": "plain.bin"}'
+  refused "the plain server: a pool's file" 400 "written for another model or kernel" \
+    POST '/slots/0?action=restore' '{"filename": "pool.bin"}'
+  stop plain
+fi
+if [ -f "$dir/plain.bin" ] && start three "${args[@]}" --parallel 3 --slot-save-path "$dir"; then
+  refused "a pool: the plain server's file" 400 "written for another model or kernel" \
+    POST '/slots/0?action=restore' '{"filename": "plain.bin"}'
+  stop three
+fi
+
+# SmolLM2: a chat's first turn saved by a --parallel server; another restores it, and the second
+# turn is mkc chat's second answer, the first turn's full pages from the file.
+model=${MKC_TEST_DATA:-}/SmolLM2-135M-Instruct.Q4_1.gguf
+smol=(-m "$model" --backend cpu --parallel 2 --ctx 512 --slot-save-path "$dir")
+if [ ! -f "$model" ]; then
+  skip "SmolLM2: no test data (tests/data/fetch.sh)"
+elif start smol "${smol[@]}"; then
+  q1='{"messages": [{"role": "user", "content": "What is the capital of France? Answer in a sentence, then name a museum there."}], "max_tokens": 24}'
+  call POST /v1/chat/completions "$q1"
+  first_answer=$(get choices 0 message content)
+  call POST '/slots/0?action=save' '{"filename": "smol.bin"}'
+  saved=$(get n_saved)
+  stop smol
+  printf 'What is the capital of France? Answer in a sentence, then name a museum there.\nAnd of Italy?\n' |
+    "$mkc" chat -m "$model" --backend cpu -n 24 >"$tmp/chat" 2>/dev/null
+  want=$(sed -n 2p "$tmp/chat")
+  if [ -n "$first_answer" ] && [ "${saved:-0}" -gt 32 ] && start smol2 "${smol[@]}"; then
+    call POST '/slots/1?action=restore' '{"filename": "smol.bin"}'
+    restored=$(get n_restored)
+    body=$(python3 -c 'import json,sys; print(json.dumps({"messages": [{"role": "user", "content": "What is the capital of France? Answer in a sentence, then name a museum there."}, {"role": "assistant", "content": sys.argv[1]}, {"role": "user", "content": "And of Italy?"}], "max_tokens": 24}))' "$first_answer")
+    call POST /v1/chat/completions "$body"
+    got=$(get choices 0 message content)
+    cached=$(get usage prompt_tokens_details cached_tokens)
+    [ "$restored" = "$saved" ] && [ -n "$want" ] && [ "$got" = "$want" ] && [ "${cached:-0}" -ge 32 ] \
+      && [ "$cached" -le "$saved" ] && [ $((cached % 16)) = 0 ] \
+      && ok "SmolLM2, --parallel: a chat's first turn saved ($saved tokens), restored by another pool; the second turn is mkc chat's ($got), $cached positions shared from the file" \
+      || fail "SmolLM2 --parallel restored chat" "saved $saved, restored $restored, cached $cached" "chat:   $want" "server: $(head -c 400 "$tmp/ans")"
+    stop smol2
+  else
+    fail "SmolLM2 --parallel: a first turn and its save" "answer: $first_answer" "saved: $saved"
+  fi
+fi
+finish
