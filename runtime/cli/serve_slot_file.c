@@ -56,39 +56,38 @@ static void respond(int fd, int slot, const char *name, int saved, int n, size_t
   mkc_respond_json(fd, 200, o);
 }
 
-static void save(mkc_server *sv, int fd, const char *name, const char *path) {
-  double t0 = mkc_seconds();
-  size_t written;
-  char why[256], msg[320];
-  int n = mkc_kv_write(sv->m->s, sv->n_valid, sv->cache_id, path, &written, why, sizeof why);
-  if (n < 0) {
-    snprintf(msg, sizeof msg, "Unable to save slot: %s", why);
-    fprintf(stderr, "mkc: slot 0: not saved to %s: %s\n", path, why);
-    mkc_respond_error(fd, 500, msg);
-    return;
-  }
-  fprintf(stderr, "mkc: slot 0: %d tokens saved to %s (%zu bytes)\n", n, path, written);
-  respond(fd, 0, name, 1, n, written, t0);
-}
+enum { SAVE, RESTORE, ERASE };
 
-static void restore(mkc_server *sv, int fd, const char *name, const char *path) {
+/* A save or restore of slot s: the session's (slot 0), or with --parallel the pool's slot s. */
+static void file_action(mkc_server *sv, int fd, int s, int save, const char *name,
+                        const char *path) {
   double t0 = mkc_seconds();
-  size_t read;
-  int *tokens;
+  size_t bytes;
+  int *tokens = NULL, n;
   char why[256], msg[320];
-  int n = mkc_kv_read(sv->m->s, sv->cache_id, path, &tokens, &read, why, sizeof why);
-  sv->n_held = sv->n_valid = 0; /* a failed read may have changed the rows; a good one is below */
+  if (sv->slots)
+    n = save ? mkc_slot_file_save(sv->slots, s, sv->cache_id, path, &bytes, why, sizeof why)
+             : mkc_slot_file_restore(sv->slots, s, sv->cache_id, path, &bytes, why, sizeof why);
+  else if (save)
+    n = mkc_kv_write(sv->m->s, sv->n_valid, sv->cache_id, path, &bytes, why, sizeof why);
+  else /* a failed read may have changed the rows: the session holds nothing unless it worked */
+    n = mkc_kv_read(sv->m->s, sv->cache_id, path, &tokens, &bytes, why, sizeof why);
+  if (!sv->slots && !save) {
+    sv->n_held = sv->n_valid = n > 0 ? n : 0;
+    if (n >= 0) free(sv->held), sv->held = tokens;
+  }
   if (n < 0) {
-    snprintf(msg, sizeof msg, "Unable to restore slot: %s", why);
-    fprintf(stderr, "mkc: slot 0: not restored from %s: %s\n", path, why);
-    mkc_respond_error(fd, 400, msg);
+    snprintf(msg, sizeof msg, "Unable to %s slot: %s", save ? "save" : "restore", why);
+    fprintf(stderr, "mkc: slot %d: not %s %s: %s\n", s, save ? "saved to" : "restored from", path,
+            why);
+    mkc_respond_error(fd, save ? 500 : 400, msg);
     return;
   }
-  free(sv->held);
-  sv->held = tokens;
-  sv->n_held = sv->n_valid = n;
-  fprintf(stderr, "mkc: slot 0: %d tokens restored from %s\n", n, path);
-  respond(fd, 0, name, 0, n, read, t0);
+  if (save)
+    fprintf(stderr, "mkc: slot %d: %d tokens saved to %s (%zu bytes)\n", s, n, path, bytes);
+  else
+    fprintf(stderr, "mkc: slot %d: %d tokens restored from %s\n", s, n, path);
+  respond(fd, s, name, save, n, bytes, t0);
 }
 
 /* An erase's answer. */
@@ -98,39 +97,6 @@ static void respond_erased(int fd, int slot, int n) {
   cJSON_AddNumberToObject(o, "n_erased", n);
   mkc_respond_json(fd, 200, o);
 }
-
-/* --parallel: the pool's slot s. */
-static void pool_save(mkc_server *sv, int fd, int s, const char *name, const char *path) {
-  double t0 = mkc_seconds();
-  size_t written;
-  char why[256], msg[320];
-  int n = mkc_slot_file_save(sv->slots, s, sv->cache_id, path, &written, why, sizeof why);
-  if (n < 0) {
-    snprintf(msg, sizeof msg, "Unable to save slot: %s", why);
-    fprintf(stderr, "mkc: slot %d: not saved to %s: %s\n", s, path, why);
-    mkc_respond_error(fd, 500, msg);
-    return;
-  }
-  fprintf(stderr, "mkc: slot %d: %d tokens saved to %s (%zu bytes)\n", s, n, path, written);
-  respond(fd, s, name, 1, n, written, t0);
-}
-
-static void pool_restore(mkc_server *sv, int fd, int s, const char *name, const char *path) {
-  double t0 = mkc_seconds();
-  size_t read;
-  char why[256], msg[320];
-  int n = mkc_slot_file_restore(sv->slots, s, sv->cache_id, path, &read, why, sizeof why);
-  if (n < 0) {
-    snprintf(msg, sizeof msg, "Unable to restore slot: %s", why);
-    fprintf(stderr, "mkc: slot %d: not restored from %s: %s\n", s, path, why);
-    mkc_respond_error(fd, 400, msg);
-    return;
-  }
-  fprintf(stderr, "mkc: slot %d: %d tokens restored from %s\n", s, n, path);
-  respond(fd, s, name, 0, n, read, t0);
-}
-
-enum { SAVE, RESTORE, ERASE };
 
 /* Does a checked action on slot s and answers it. */
 static void act(mkc_server *sv, int fd, int s, int what, const char *name, const char *path) {
@@ -143,10 +109,8 @@ static void act(mkc_server *sv, int fd, int s, int what, const char *name, const
     if (!sv->slots) sv->n_held = sv->n_valid = 0;
     fprintf(stderr, "mkc: slot %d: %d tokens erased\n", s, n);
     respond_erased(fd, s, n);
-  } else if (sv->slots) {
-    what == SAVE ? pool_save(sv, fd, s, name, path) : pool_restore(sv, fd, s, name, path);
   } else {
-    what == SAVE ? save(sv, fd, name, path) : restore(sv, fd, name, path);
+    file_action(sv, fd, s, what == SAVE, name, path);
   }
 }
 
