@@ -10,6 +10,11 @@
 # action on a slot still decoding waits for its request to end (llama-server
 # defers it): the save holds the whole answer. A request's answer names its
 # slot (id_slot). Refused: slots outside the pool, a plain server's file.
+# Log-probabilities on the pool (OpenAI's logprobs): a request alone gets
+# the plain server's list exactly (a slot stepping alone is the plain kernel
+# bit for bit); two decoded together, each its own list's tokens and top
+# ids, the values within 1e-4 (several slots in a step may sum attention in
+# another order: test_slots bounds their logits within 1e-5).
 # SmolLM2 when the test data is there: a chat's first turn saved by a
 # --parallel server, restored by another; the second turn is mkc chat's.
 source "$(dirname "$0")/lib.sh"
@@ -57,14 +62,29 @@ if start one "${args[@]}" --parallel 3 --slot-save-path "$dir"; then
   long="{\"prompt\": [$prompt], \"n_predict\": 300, \"stream\": true}"
   python3 "$client" "$port" POST /completion "$long" >"$tmp/long" 2>&1 &
   client_pid=$!
-  busy=
-  for _ in $(seq 200); do
-    call GET /slots
-    # early in its answer: the save below comes long before its end
-    [ "$(get 0 is_processing)" = True ] && [ "$(get 0 next_token 0 n_decoded)" -lt 100 ] && busy=1 && break
-    sleep 0.05
-  done
-  call POST '/slots/0?action=save' '{"filename": "long.bin"}'
+  # polled and saved from one process: the save follows the poll within milliseconds
+  python3 - "$port" >"$tmp/ans" 2>&1 <<'PY'
+import http.client, json, sys, time
+port = int(sys.argv[1])
+def ask(method, path, body=None):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    c.request(method, path, body)
+    r = c.getresponse()
+    return r.status, r.read().decode()
+for _ in range(400):  # early in its answer: the save comes long before its end
+    s = json.loads(ask("GET", "/slots")[1])[0]
+    if s["is_processing"] and s["next_token"][0]["n_decoded"] < 100:
+        status, body = ask("POST", "/slots/0?action=save", json.dumps({"filename": "long.bin"}))
+        print(status)
+        print(body)
+        break
+    time.sleep(0.02)
+else:
+    print("never busy")
+PY
+  tail -n +2 "$tmp/ans" >"$tmp/body"
+  status=$(head -n 1 "$tmp/ans")
+  busy=$([ "$status" = "never busy" ] || echo 1)
   wait "$client_pid"
   [ -n "$busy" ] && [ "$status" = 200 ] && [ "$(get n_saved)" = 359 ] && [ "$(get id_slot)" = 0 ] \
     && grep -q "mkc: slot 0: the save waits for its request to end" "$tmp/one.err" \
@@ -104,6 +124,54 @@ if [ -f "$dir/plain.bin" ] && start three "${args[@]}" --parallel 3 --slot-save-
   refused "a pool: the plain server's file" 400 "written for another model or kernel" \
     POST '/slots/0?action=restore' '{"filename": "plain.bin"}'
   stop three
+fi
+
+# Log-probabilities: the plain server's answers are the oracle
+lp_a=$(python3 -c 'print(",".join(str((13 * i + 2) % 256) for i in range(20)))')
+lp_b=$(python3 -c 'print(",".join(str((29 * i + 7) % 256) for i in range(9)))')
+lp_body() { echo "{\"prompt\": [$1], \"max_tokens\": 6, \"logprobs\": 3}"; }
+lp_args=(--preset tiny --random-weights 5 --backend cpu --draft-max 2)
+if start plainlp "${lp_args[@]}"; then
+  call POST /v1/completions "$(lp_body "$lp_a")" && cp "$tmp/body" "$tmp/plain_a.json"
+  call POST /v1/completions "$(lp_body "$lp_b")" && cp "$tmp/body" "$tmp/plain_b.json"
+  stop plainlp
+fi
+# same_lp GOT WANT TOL: the same tokens and top ids, every value within TOL (0: equal)
+same_lp() {
+  python3 - "$1" "$2" "$3" <<'PY'
+import json, sys
+got, want = (json.load(open(f))["choices"][0]["logprobs"] for f in sys.argv[1:3])
+tol = float(sys.argv[3])
+ok = got["tokens"] == want["tokens"] and len(got["token_logprobs"]) == 6
+ok = ok and all(a.keys() == b.keys() for a, b in zip(got["top_logprobs"], want["top_logprobs"]))
+vals = lambda l: [v for t in l["top_logprobs"] for v in t.values()] + l["token_logprobs"]
+d = max(abs(a - b) for a, b in zip(vals(got), vals(want)))
+print("%.3g" % d)
+sys.exit(0 if ok and (d <= tol if tol else got == want) else 1)
+PY
+}
+if [ -f "$tmp/plain_b.json" ] && start poollp "${lp_args[@]}" --parallel 2; then
+  call POST /v1/completions "$(lp_body "$lp_a")"
+  [ "$status" = 200 ] && same_lp "$tmp/body" "$tmp/plain_a.json" 0 >/dev/null \
+    && ok "--parallel, a request alone: logprobs 3 the plain server's exactly" \
+    || fail "--parallel logprobs alone" "$(head -c 400 "$tmp/ans")" "plain: $(head -c 400 "$tmp/plain_a.json")"
+  python3 - "$port" "$(lp_body "$lp_a")" "$(lp_body "$lp_b")" "$tmp" <<'PY'
+import http.client, sys, threading
+port, bodies, out = int(sys.argv[1]), sys.argv[2:4], sys.argv[4]
+def ask(i):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    c.request("POST", "/v1/completions", bodies[i], {"Content-Type": "application/json"})
+    open("%s/together_%d.json" % (out, i), "wb").write(c.getresponse().read())
+ts = [threading.Thread(target=ask, args=(i,)) for i in range(2)]
+[t.start() for t in ts]
+[t.join() for t in ts]
+PY
+  da=$(same_lp "$tmp/together_0.json" "$tmp/plain_a.json" 1e-4) && db=$(same_lp "$tmp/together_1.json" "$tmp/plain_b.json" 1e-4) \
+    && ok "--parallel, two requests together: each its plain answer's tokens and top ids, values $da and $db apart" \
+    || fail "--parallel logprobs together" "$(head -c 300 "$tmp/together_0.json")" "$(head -c 300 "$tmp/together_1.json")"
+  stop poollp
+  grep -q "at most 2 decoded together" "$tmp/poollp.err" && ok "... and they were decoded together (2 at most)" \
+    || fail "decoded together" "$(tail -n 2 "$tmp/poollp.err")"
 fi
 
 # SmolLM2: a chat's first turn saved by a --parallel server; another restores it, and the second

@@ -15,9 +15,14 @@
  *     for bit, the plain greedy tokens;
  *   - a file round trip (mkc_slot_file_save, _restore) and its refusals;
  *   - forget: no later prompt shares the slot's pages;
+ *   - log-probabilities (mkc_slots_logprobs): a slot stepping alone gives
+ *     the plain session's bit for bit; two slots in one step, one with
+ *     drafts, each its session's top ids, and values within twice the step's
+ *     largest logit difference (log-softmax moves at most that much);
  *   - refusals: rows of another size, a token outside the vocabulary, more
  *     positions than the context, a pool out of pages; each leaves the slot
  *     empty. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -87,6 +92,95 @@ static void *plain_rows(kernel *plain, const int *tokens, int n, size_t *bytes) 
 
 static void make_prompt(int *t, int n, int first) {
   for (int i = 0; i < n; i++) t[i] = (first + 37 * i + i * i) % 256;
+}
+
+/* Slot s's and session q's log-probabilities of their last step's n emitted tokens: 1 when the
+ * ids are the same and the values within tol (0: bit for bit); the largest difference in *worst. */
+static int same_logprobs(mkc_slots *p, int s, mkc_session *q, int n, double tol, double *worst) {
+  for (int i = 0; i < n; i++) {
+    float lp_a, lp_b, a[MKC_LOGPROBS_MAX], b[MKC_LOGPROBS_MAX];
+    int ia[MKC_LOGPROBS_MAX], ib[MKC_LOGPROBS_MAX];
+    if (mkc_slots_logprobs(p, s, i, &lp_a, ia, a) != 0 ||
+        mkc_session_logprobs(q, i, &lp_b, ib, b) != 0 || memcmp(ia, ib, 5 * sizeof *ia) != 0)
+      return 0;
+    double d = fabs(lp_a - lp_b);
+    for (int k = 0; k < 5; k++) d = fmax(d, fabs(a[k] - b[k]));
+    *worst = fmax(*worst, d);
+    if (tol == 0 ? (memcmp(a, b, 5 * sizeof *a) != 0 || lp_a != lp_b) : d > tol) return 0;
+  }
+  return 1;
+}
+
+/* The largest difference between slot s's logits after its input t and session q's. */
+static double logits_apart(mkc_slots *p, int s, mkc_session *q, int t, int vocab) {
+  const float *a = mkc_slots_logits(p, s, t), *b = mkc_session_logits(q, t);
+  double d = a && b ? 0 : INFINITY;
+  for (int i = 0; a && b && i < vocab; i++) d = fmax(d, fabs(a[i] - b[i]));
+  return d;
+}
+
+/* Log-probabilities on slots 2 and 5 of a paged pool, each beside a plain session fed its
+ * inputs: alone, then together in one step (slot 2 with two right drafts). */
+static void logprobs(kernel *plain, kernel *pk) {
+  mkc_slots *p = mkc_slots_open(test_backend(), &pk->g, &pk->src, &pk->w, BLOCKS);
+  mkc_session *q[2] = {mkc_session_open(test_backend(), &plain->g, &plain->src, &plain->w, BLOCKS),
+                       mkc_session_open(test_backend(), &plain->g, &plain->src, &plain->w, BLOCKS)};
+  int slot[2] = {2, 5}, len[2] = {30, 21}, prompt[2][30], last[2], greedy[8];
+  mkc_sampling o = {.top_p = 1.0f, .repeat_penalty = 1.0f, .logprobs = 5};
+  int ok = p && q[0] && q[1];
+  mkc_step_result r;
+  for (int k = 0; ok && k < 2; k++) {
+    make_prompt(prompt[k], len[k], 40 + k);
+    ok = mkc_slots_set_sampling(p, slot[k], &o) == 0 && mkc_session_set_sampling(q[k], &o) == 0 &&
+         feed(p, slot[k], prompt[k], len[k], &last[k]) == 0;
+    for (int at = 0; ok && at < len[k]; at += CHUNK) {
+      int n = len[k] - at < CHUNK ? len[k] - at : CHUNK;
+      ok = mkc_session_step(q[k], prompt[k] + at, n, n - 1, &r) == 0;
+    }
+  }
+  /* alone: slot 2, three steps */
+  double worst = 0;
+  int alone = ok;
+  for (int i = 0; alone && i < 3; i++) {
+    int in = last[0], out;
+    alone = decode(p, slot[0], &last[0], 1, &out, NULL) == 0 &&
+            mkc_session_step(q[0], &in, 1, 0, &r) == 0 && r.out[0] == last[0] &&
+            same_logprobs(p, slot[0], q[0], 1, 0, &worst);
+  }
+  CHECK(alone, "log-probabilities: a slot stepping alone gives its session's top 5 bit for bit");
+  /* together: slot 2 its last token and the next two greedy ones as drafts, slot 5 one token */
+  ok = alone && greedy_of(plain, prompt[0], len[0], greedy, 6) == 0 && greedy[3] == last[0];
+  int in2[3] = {greedy[3], greedy[4], greedy[5]}, in5 = last[1];
+  ok = ok && mkc_slots_set_inputs(p, slot[0], in2, 3, 0) == 0 &&
+       mkc_slots_set_inputs(p, slot[1], &in5, 1, 0) == 0 && mkc_slots_step(p) == 0;
+  mkc_step_result r2, r5, s2, s5;
+  ok = ok && mkc_slots_result(p, slot[0], &r2) && mkc_slots_result(p, slot[1], &r5) &&
+       mkc_session_step(q[0], in2, 3, 0, &s2) == 0 &&
+       mkc_session_step(q[1], &in5, 1, 0, &s5) == 0 && r2.n_out == 3 && s2.n_out == 3 &&
+       r5.n_out == 1 && memcmp(r2.out, s2.out, 3 * sizeof *r2.out) == 0 && r5.out[0] == s5.out[0];
+  double apart = 0;
+  for (int t = 0; ok && t < 3; t++)
+    apart = fmax(apart, logits_apart(p, slot[0], q[0], t, pk->g.vocab));
+  apart = fmax(apart, ok ? logits_apart(p, slot[1], q[1], 0, pk->g.vocab) : INFINITY);
+  double tol = 2 * apart + 1e-6; /* float rounding of the log-softmax itself */
+  worst = 0;
+  CHECK(ok && same_logprobs(p, slot[0], q[0], 3, tol, &worst) &&
+            same_logprobs(p, slot[1], q[1], 1, tol, &worst),
+        "two slots in one step (3 emitted on slot 2, 1 on slot 5): each its session's top 5 ids, "
+        "values %.2g apart (logits %.2g apart)",
+        worst, apart);
+  check_stderr_begin();
+  float lp, lps[MKC_LOGPROBS_MAX];
+  int ids[MKC_LOGPROBS_MAX];
+  int none = mkc_slots_logprobs(p, slot[1], 1, &lp, ids, lps); /* it emitted one */
+  int other = mkc_slots_logprobs(p, 0, 0, &lp, ids, lps);      /* it sat out */
+  char *err = check_stderr_end();
+  CHECK(none == -1 && other == -1 && err && strstr(err, "no log-probabilities for emitted token 1"),
+        "no log-probabilities past a slot's emitted tokens, nor for a slot that sat out");
+  free(err);
+  mkc_session_close(q[0]);
+  mkc_session_close(q[1]);
+  mkc_slots_close(p);
 }
 
 /* A slot of whole caches (no page table): its rows are the plain session's. */
@@ -305,6 +399,7 @@ int main(void) {
   free(want);
   mkc_slots_close(a);
   mkc_slots_close(b);
+  logprobs(&plain, &pk);
   whole_caches(&plain);
   kernel_close(&pk);
   kernel_close(&plain);

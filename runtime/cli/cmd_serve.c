@@ -77,7 +77,7 @@ static const char USAGE[] =
     "presence_penalty, frequency_penalty, repeat_penalty, repeat_last_n, llama.cpp's\n"
     "other samplers' fields (typical_p, mirostat, dry_multiplier, xtc_probability,\n"
     "...: run's flags' names with _; samplers as llama-server takes it), logprobs\n"
-    "(with the chat's top_logprobs; not --parallel; a stream's chunks list\n"
+    "(with the chat's top_logprobs; a stream's chunks list\n"
     "their tokens') and stream\n"
     "(server-sent events; stream_options.include_usage ends them with the\n"
     "usage); response_format json_object or json_schema (ollama's format, \"json\"\n"

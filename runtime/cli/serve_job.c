@@ -481,12 +481,10 @@ int mkc_serve_job_open(mkc_server *sv, mkc_serve_job *j, mkc_api_req *r, int fd,
                j->n_prompt, max_ctx);
     return 400;
   }
-  if (r->top_logprobs >= 0 && (sv->c->rounds > 1 || sv->sched)) {
+  if (r->top_logprobs >= 0 && sv->c->rounds > 1) { /* --parallel refuses --rounds */
     snprintf(why, cap, "%s",
-             sv->sched ? "logprobs: not on a server started with --parallel (the slot kernel's "
-                         "steps do not return them)"
-                       : "logprobs: not on a server started with --rounds (a launch of "
-                         "rounds keeps only its last round's)");
+             "logprobs: not on a server started with --rounds (a launch of rounds keeps only its "
+             "last round's)");
     return 400;
   }
   if (r->json_format && json_format_refused(sv, r, why, cap)) return 400;

@@ -126,8 +126,14 @@ static int finish(mkc_server *sv, mkc_serve_job *j, int failed, const char *why)
 /* Gives j's new tokens to its answer: 1 when the answer is done with them
  * (a stop string, the client gone), else 0. */
 static int deliver(mkc_serve_job *j) {
-  while (j->delivered < j->q.n_out)
-    if (mkc_answer_on_token(&j->g, j->q.out[j->delivered++])) return 1;
+  const mkc_batch_seq *q = &j->q;
+  while (j->delivered < q->n_out) {
+    int i = j->delivered++;
+    if (q->lp) /* its log-probabilities first, as the decode loop gives them */
+      mkc_answer_on_logprobs(&j->g, q->out[i], q->lp[i], q->top_ids + (size_t)i * MKC_LOGPROBS_MAX,
+                             q->top_lps + (size_t)i * MKC_LOGPROBS_MAX, q->opt.logprobs);
+    if (mkc_answer_on_token(&j->g, q->out[i])) return 1;
+  }
   if (!j->g.gone && mkc_http_peer_gone(j->fd)) j->g.gone = 1;
   return j->g.gone;
 }

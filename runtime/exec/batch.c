@@ -58,9 +58,15 @@ static int start(mkc_sched *sc, busy *b, int slot, mkc_batch_seq *q, long number
     return -1;
   }
   int cap = q->n_predict >= 0 ? q->n_predict : max_ctx;
-  q->out = malloc((size_t)(cap > 0 ? cap : 1) * sizeof *q->out);
+  size_t room = (size_t)(cap > 0 ? cap : 1);
+  q->out = malloc(room * sizeof *q->out);
   b->hist = malloc((size_t)(q->n_prompt + cap + 1) * sizeof *b->hist);
-  if (!q->out || !b->hist) {
+  if (q->opt.logprobs > 0) {
+    q->lp = malloc(room * sizeof *q->lp);
+    q->top_ids = malloc(room * MKC_LOGPROBS_MAX * sizeof *q->top_ids);
+    q->top_lps = malloc(room * MKC_LOGPROBS_MAX * sizeof *q->top_lps);
+  }
+  if (!q->out || !b->hist || (q->opt.logprobs > 0 && (!q->lp || !q->top_ids || !q->top_lps))) {
     fprintf(stderr, "mkc: error: out of memory for a sequence of %d tokens\n", q->n_prompt + cap);
     return -1;
   }
@@ -121,14 +127,15 @@ static void plan_inputs(const mkc_slots *p, int s, busy *b, const mkc_batch_seq 
 }
 
 /* A constrained sequence's token, chosen on the host from the logits after
- * the slot's last input, in place of the kernel's choice in r. */
-static int choose(mkc_sched *sc, int s, busy *b, mkc_step_result *r) {
+ * the slot's last input, in place of the kernel's choice in r, with its
+ * log-probabilities (lp, ids, lps). */
+static int choose(mkc_sched *sc, int s, busy *b, mkc_step_result *r, float *lp, int *ids,
+                  float *lps) {
   mkc_batch_seq *q = b->q;
   const float *logits = mkc_slots_logits(sc->p, s, b->n_in - 1);
-  float lp, lps[MKC_LOGPROBS_MAX];
-  int id, ids[MKC_LOGPROBS_MAX];
+  int id;
   if (mkc_constraint_next(q->constraint, logits, mkc_slots_graph(sc->p)->vocab, b->hist, b->n_hist,
-                          &q->opt, &id, &lp, ids, lps) != 0)
+                          &q->opt, &id, lp, ids, lps) != 0)
     return -1;
   r->out[0] = id;
   r->n_out = 1;
@@ -185,7 +192,9 @@ static int take(mkc_sched *sc, int s, busy *b) {
     q->drafted += b->n_in - 1;
     q->accepted += r.n_accepted;
   }
-  if (q->constraint && choose(sc, s, b, &r) != 0) {
+  float lp = 0, lps[MKC_LOGPROBS_MAX];
+  int ids[MKC_LOGPROBS_MAX];
+  if (q->constraint && choose(sc, s, b, &r, &lp, ids, lps) != 0) {
     q->stopped = MKC_BATCH_FAILED; /* this sequence alone: its slot is free for the next */
     return 0;
   }
@@ -193,6 +202,17 @@ static int take(mkc_sched *sc, int s, busy *b) {
     if (stops_at(&sc->o, r.out[i])) {
       q->stopped = MKC_BATCH_STOP_TOKEN;
       break;
+    }
+    if (q->lp) { /* the kernel's for its token i, or the host's choice's */
+      size_t at = (size_t)q->n_out * MKC_LOGPROBS_MAX;
+      if (q->constraint) {
+        q->lp[q->n_out] = lp;
+        memcpy(q->top_ids + at, ids, sizeof ids);
+        memcpy(q->top_lps + at, lps, sizeof lps);
+      } else if (mkc_slots_logprobs(sc->p, s, i, q->lp + q->n_out, q->top_ids + at,
+                                    q->top_lps + at) != 0) {
+        return -1;
+      }
     }
     q->out[q->n_out++] = r.out[i];
     b->hist[b->n_hist++] = r.out[i];
@@ -251,6 +271,8 @@ int mkc_sched_add(mkc_sched *sc, mkc_batch_seq *q) {
     sc->cap_queue = cap;
   }
   q->out = NULL;
+  q->lp = q->top_lps = NULL;
+  q->top_ids = NULL;
   q->n_out = 0;
   q->stopped = MKC_BATCH_RUNNING;
   q->shared = 0;
@@ -375,7 +397,11 @@ void mkc_sched_close(mkc_sched *sc) {
 int mkc_batch_run(mkc_slots *p, mkc_batch_seq *seqs, int n, const mkc_batch_opts *o,
                   mkc_batch_stats *st) {
   memset(st, 0, sizeof *st);
-  for (int i = 0; i < n; i++) seqs[i].out = NULL;
+  for (int i = 0; i < n; i++) {
+    seqs[i].out = NULL;
+    seqs[i].lp = seqs[i].top_lps = NULL;
+    seqs[i].top_ids = NULL;
+  }
   double t0 = mkc_seconds();
   mkc_sched *sc = mkc_sched_open(p, o);
   int rc = sc ? 0 : -1;
@@ -390,6 +416,11 @@ int mkc_batch_run(mkc_slots *p, mkc_batch_seq *seqs, int n, const mkc_batch_opts
 void mkc_batch_free(mkc_batch_seq *seqs, int n) {
   for (int i = 0; i < n; i++) {
     free(seqs[i].out);
+    free(seqs[i].lp);
+    free(seqs[i].top_ids);
+    free(seqs[i].top_lps);
     seqs[i].out = NULL;
+    seqs[i].lp = seqs[i].top_lps = NULL;
+    seqs[i].top_ids = NULL;
   }
 }

@@ -49,6 +49,11 @@ typedef struct mkc_batch_seq {
   /* out */
   int *out; /* the generated tokens (malloc'd; mkc_batch_free frees), stop tokens excluded */
   int n_out;
+  /* with opt.logprobs = N > 0, beside out: each token's log-probability (lp[i]) and the N most
+   * likely tokens at its place (top_ids, top_lps: MKC_LOGPROBS_MAX a token), as the kernel
+   * computed them (the host for a constrained sequence); NULL otherwise */
+  float *lp, *top_lps;
+  int *top_ids;
   int stopped;              /* enum mkc_batch_stop */
   int shared;               /* its prompt positions another slot's pages held (mkc_slots_share) */
   long drafted, accepted;   /* its drafts offered and accepted */

@@ -277,6 +277,28 @@ const float *mkc_slots_logits(mkc_slots *p, int s, int t) {
   return t >= 0 && t < p->ran[s] ? p->b->ops->logits(p->b, p->first[s] + t) : NULL;
 }
 
+int mkc_slots_logprobs(mkc_slots *p, int s, int i, float *lp, int *ids, float *lps) {
+  const mkc_state *st = s >= 0 && s < p->g->slots ? &p->states[s] : NULL;
+  int n = st ? st->sampling.logprobs : 0, t = st ? st->n_fixed + i : -1, row = -1;
+  /* a chunk past t_max ran alone and kept its last input's rows only, at row 0 */
+  if (n > 0 && p->ran[s] > 0 && st->status == MKC_STATUS_OK && i >= 0 && i < st->n_out)
+    row = p->ran[s] > p->g->t_max ? (t == p->ran[s] - 1 ? 0 : -1) : p->first[s] + t;
+  float v[MKC_LP_STRIDE];
+  if (row < 0 || !p->b->ops->read_scratch) {
+    fprintf(stderr,
+            "mkc: error: slot %d: no log-probabilities for emitted token %d (logprobs %d)\n", s, i,
+            n);
+    return -1;
+  }
+  if (p->b->ops->read_scratch(p->b, p->g->logprobs_offset + (size_t)row * MKC_LP_STRIDE,
+                              MKC_LP_STRIDE, v) != 0)
+    return -1;
+  *lp = v[MKC_LP_EMITTED];
+  memcpy(ids, v + MKC_LP_IDS, (size_t)n * sizeof *ids);
+  memcpy(lps, v + MKC_LP_VALS, (size_t)n * sizeof *lps);
+  return 0;
+}
+
 int mkc_slots_prompt_inputs(const mkc_slots *p, int remaining) {
   return remaining < p->g->t_chunk ? remaining : p->g->t_chunk;
 }

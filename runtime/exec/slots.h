@@ -42,6 +42,11 @@ int mkc_slots_result(const mkc_slots *p, int s, mkc_step_result *r);
  * NULL when it sat out or has none there. */
 const float *mkc_slots_logits(mkc_slots *p, int s, int t);
 int mkc_slots_pos(const mkc_slots *p, int s);
+/* After a step in which slot s's sampling.logprobs = N > 0: its emitted
+ * token i's log-probability (*lp) and the N most likely tokens at its place
+ * (ids, lps), as mkc_session_logprobs gives a session's. 0, or -1 after a
+ * message. */
+int mkc_slots_logprobs(mkc_slots *p, int s, int i, float *lp, int *ids, float *lps);
 /* A prompt's next piece with its slot alone, remaining tokens to go: a chunk,
  * as a session feeds it (mkc_session_prompt_inputs), so the prompt's logits
  * are the plain kernel's. */
