@@ -300,11 +300,14 @@ if start par "${args[@]}" --parallel 3 --draft-max 2; then
   for r in "${runs[@]}"; do echo "\"$("$mkc" run "${args[@]}" --draft-max 2 $r 2>/dev/null)\"" >>"$tmp/want"; done
   cmp -s "$tmp/many" "$tmp/want" && ok "3 requests at once, two with their own logit_bias: each run's tokens" \
     || fail "3 requests with logit_bias at once = run" "$(diff "$tmp/want" "$tmp/many" | head -8)"
-  refused "--parallel: logprobs" 400 "not on a server started with --parallel" POST /v1/completions \
-    '{"prompt": [1], "logprobs": 2}'
+  call POST /v1/completions '{"prompt": [1], "logprobs": 2, "max_tokens": 3}'
+  [ "$status" = 200 ] && [ "$(content choices 0 logprobs top_logprobs | python3 -c 'import json, sys
+print(sorted({len(t) for t in json.load(sys.stdin)}))')" = "[2]" ] \
+    && ok "--parallel: logprobs 2, each token's top 2 (test_serve_slot_pool.sh checks their values)" \
+    || fail "--parallel: logprobs" "$(head -c 300 "$tmp/ans")"
   call GET /metrics
-  [ "$(metric requests_total)" = 11 ] && [ "$(metric requests_processing)" = 0 ] && [ "$(metric requests_deferred)" = 0 ] \
-    && ok "--parallel's /metrics: 11 requests answered (the hung-up one too), none decoding or waiting" \
+  [ "$(metric requests_total)" = 12 ] && [ "$(metric requests_processing)" = 0 ] && [ "$(metric requests_deferred)" = 0 ] \
+    && ok "--parallel's /metrics: 12 requests answered (the hung-up one too), none decoding or waiting" \
     || fail "--parallel's /metrics" "$(cat "$tmp/ans")"
   stop par
   grep -q "at most 3 decoded together" "$tmp/par.err" && grep -q "stopped: the client went away" "$tmp/par.err" \

@@ -9,7 +9,8 @@
 # An erase forgets a slot's tokens: the same prompt then shares nothing. An
 # action on a slot still decoding waits for its request to end (llama-server
 # defers it): the save holds the whole answer. A request's answer names its
-# slot (id_slot). Refused: slots outside the pool, a plain server's file.
+# slot (id_slot), and GET /slots lists an idle slot's last request. Ctrl-C
+# while an action waits: the request ends, then the action is answered. Refused: slots outside the pool, a plain server's file.
 # Log-probabilities on the pool (OpenAI's logprobs): a request alone gets
 # the plain server's list exactly (a slot stepping alone is the plain kernel
 # bit for bit); two decoded together, each its own list's tokens and top
@@ -41,6 +42,13 @@ if start one "${args[@]}" --parallel 3 --slot-save-path "$dir"; then
     || fail "save slot 0" "$(head -c 300 "$tmp/ans")"
   grep -q "mkc: slot 0: 67 tokens saved to $dir/pool.bin" "$tmp/one.err" && ok "save: logged with its slot" \
     || fail "save: logged" "$(tail -n 3 "$tmp/one.err")"
+  call GET /slots
+  [ "$status" = 200 ] && [ "$(get 0 is_processing)" = False ] && [ "$(get 0 n_prompt_tokens)" = 60 ] \
+    && [ "$(get 0 next_token 0 n_decoded)" = 8 ] && [ "$(get 0 params n_predict)" = 8 ] \
+    && [ "$(get 0 prompt)" = "$(echo "$prompt" | tr ',' ' ')" ] && [ -n "$(get 0 id_task)" ] \
+    && [ -z "$(get 1 id_task)" ] && [ "$(get 1 is_processing)" = False ] \
+    && ok "GET /slots: idle slot 0 lists its last request (60 prompt tokens, 8 decoded), slot 1 none" \
+    || fail "GET /slots: an idle slot's last request" "$(head -c 600 "$tmp/ans")"
   # the control: the same prompt again shares the kept full pages of its start (48 of 60)
   call POST /v1/completions "{\"prompt\": [$prompt], \"max_tokens\": 2}"
   [ "$(get usage prompt_tokens_details cached_tokens)" = 48 ] \
@@ -92,6 +100,39 @@ PY
     && ok "a save of a slot decoding waits for its request's end: 359 tokens (60 + 300 - 1)" \
     || fail "a save of a busy slot" "busy: $busy" "$(head -c 300 "$tmp/ans")" "$(tail -n 3 "$tmp/one.err")"
   stop one
+fi
+
+# Ctrl-C while an erase waits for its slot: the request ends with what it has, then the erase is
+# answered (with the connection's CORS header, as every answer) on what the slot held
+if start four "${args[@]}" --parallel 3 --slot-save-path "$dir"; then
+  python3 "$client" "$port" POST /completion "$long" >"$tmp/long4" 2>&1 &
+  client_pid=$!
+  python3 - "$port" >"$tmp/erase4" 2>&1 <<'PY' &
+import http.client, json, sys, time
+port = int(sys.argv[1])
+def ask(method, path, headers={}):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    c.request(method, path, None, headers)
+    r = c.getresponse()
+    return r.status, r.getheader("Access-Control-Allow-Origin"), r.read().decode()
+for _ in range(400):
+    s = json.loads(ask("GET", "/slots")[2])[0]
+    if s["is_processing"] and s["next_token"][0]["n_decoded"] < 100:
+        print(*ask("POST", "/slots/0?action=erase", {"Origin": "http://localhost:5173"}), sep="\n")
+        break
+    time.sleep(0.02)
+else:
+    print("never busy")
+PY
+  erase_pid=$!
+  for _ in $(seq 200); do grep -q "slot 0: the erase waits" "$tmp/four.err" && break; sleep 0.05; done
+  stop four
+  wait "$erase_pid" "$client_pid"
+  n=$(sed -n 3p "$tmp/erase4" | python3 -c 'import json, sys; print(json.load(sys.stdin)["n_erased"])' 2>/dev/null)
+  [ "$(sed -n 1p "$tmp/erase4")" = 200 ] && [ "$(sed -n 2p "$tmp/erase4")" = http://localhost:5173 ] \
+    && [ "${n:-0}" -ge 60 ] && [ "$n" -lt 359 ] && grep -q "mkc: slot 0: $n tokens erased" "$tmp/four.err" \
+    && ok "Ctrl-C while an erase waits: the request ends, then the erase answers 200 ($n tokens, before the answer's end), its CORS header with it" \
+    || fail "an erase waiting at Ctrl-C" "$(cat "$tmp/erase4")" "$(tail -n 4 "$tmp/four.err")"
 fi
 
 # A new server (another pool) restores the file into slot 2; a prompt continuing it shares its

@@ -151,6 +151,7 @@ static void logprobs(kernel *plain, kernel *pk) {
   /* together: slot 2 its last token and the next two greedy ones as drafts, slot 5 one token */
   ok = alone && greedy_of(plain, prompt[0], len[0], greedy, 6) == 0 && greedy[3] == last[0];
   int in2[3] = {greedy[3], greedy[4], greedy[5]}, in5 = last[1];
+  ok = ok && mkc_slots_set_sampling(p, 0, &o) == 0; /* slot 0 asks too, and sits the step out */
   ok = ok && mkc_slots_set_inputs(p, slot[0], in2, 3, 0) == 0 &&
        mkc_slots_set_inputs(p, slot[1], &in5, 1, 0) == 0 && mkc_slots_step(p) == 0;
   mkc_step_result r2, r5, s2, s5;
@@ -175,7 +176,9 @@ static void logprobs(kernel *plain, kernel *pk) {
   int none = mkc_slots_logprobs(p, slot[1], 1, &lp, ids, lps); /* it emitted one */
   int other = mkc_slots_logprobs(p, 0, 0, &lp, ids, lps);      /* it sat out */
   char *err = check_stderr_end();
-  CHECK(none == -1 && other == -1 && err && strstr(err, "no log-probabilities for emitted token 1"),
+  CHECK(none == -1 && other == -1 && err &&
+            strstr(err, "slot 5: no log-probabilities for emitted token 1 (logprobs 5)") &&
+            strstr(err, "slot 0: no log-probabilities for emitted token 0 (logprobs 5)"),
         "no log-probabilities past a slot's emitted tokens, nor for a slot that sat out");
   free(err);
   mkc_session_close(q[0]);

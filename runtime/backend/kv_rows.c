@@ -48,10 +48,13 @@ static size_t offset_of(const mkc_graph *g, side s, block b, int i, size_t row_b
   }
   int p = s.at + i, row;
   if (s.table) {
-    int page = s.table[p / MKC_KV_PAGE];
+    int i_page = p / MKC_KV_PAGE, page = s.table[i_page];
     if (page < 0 || page >= g->kv_pages) return SIZE_MAX;
     row = page * MKC_KV_PAGE + p % MKC_KV_PAGE;
     *run = MKC_KV_PAGE - p % MKC_KV_PAGE;
+    /* the next pages of the table that follow it in the pool: one piece (one copy on cuda) */
+    for (int q = i_page + 1, next = page + 1; q < g->slot_pages && s.table[q] == next; q++, next++)
+      *run += MKC_KV_PAGE;
   } else {
     row = p % b.ring;
     *run = b.ring - row;
@@ -63,7 +66,7 @@ static size_t offset_of(const mkc_graph *g, side s, block b, int i, size_t row_b
 /* The cache side of a copy from position `at`: slot at->slot's. */
 static side cache_side(const mkc_graph *g, const mkc_kv_slot *slot, int at) {
   side s = {0, at, NULL, 0};
-  if (!slot) return s;
+  if (!slot || g->slots == 0) return s; /* a plain kernel's one cache */
   if (g->kv_pages > 0)
     s.table = slot->table;
   else /* each slot a whole cache, one after another */
@@ -80,7 +83,7 @@ static size_t history_of(const mkc_graph *g, const mkc_kv_slot *slot) {
 int mkc_kv_rows_copy(const mkc_graph *g, const mkc_kv_slot *at, int dst_rows, int dst_at,
                      int src_rows, int src_at, int n, mkc_kv_piece_fn piece, void *ctx) {
   if (n <= 0) return 0;
-  if (g->slots > 0 && !at) {
+  if (g->slots > 0 && !at && (dst_rows == 0 || src_rows == 0)) {
     fprintf(stderr, "mkc: error: a KV copy on a slot kernel names no slot\n");
     return -1;
   }

@@ -235,7 +235,7 @@ static int complete_choice(mkc_server *sv, mkc_serve_job *j) {
     mkc_serve_job_done(
         sv, j, &st, n_prompt - st.fed,
         mkc_serve_stopped(g, interrupted, st.ctx_full || (!j->shift && n_gen == j->room)));
-    mkc_serve_slot_record(sv, j, n_prompt - st.fed, st.generated);
+    mkc_serve_slot_record(sv, 0, j, n_prompt - st.fed, st.generated);
   }
   free(out);
   return rc != 0 || interrupted ? MKC_SERVE_STOP : MKC_SERVE_DONE;
@@ -558,7 +558,7 @@ int mkc_serve_route(mkc_server *sv, int fd, const mkc_http_req *req) {
   } else if (strcmp(p, "/slots") == 0) {
     mkc_serve_slot_list(sv, fd, req);
   } else if (strncmp(p, "/slots/", 7) == 0) {
-    rc = mkc_serve_slot_action(sv, fd, req);
+    rc = mkc_serve_slot_action(sv, fd, req, cors);
   } else if (strcmp(p, "/props") == 0) {
     get ? mkc_serve_props(sv, fd) : mkc_respond_error(fd, 405, "use GET");
   } else if (strcmp(p, "/apply-template") == 0) {
@@ -795,8 +795,7 @@ done:
   if (fd >= 0) close(fd);
   free(sv.held);
   free(sv.eog);
-  free(sv.last.prompt);
-  free(sv.last.generated);
+  mkc_serve_slot_records_free(&sv);
   mkc_constraint_close(sv.json);
   for (int k = 0; k < sv.n_keys; k++) free(sv.keys[k]);
   free(sv.keys);

@@ -21,6 +21,15 @@
 typedef struct mkc_serve_job mkc_serve_job;
 typedef struct mkc_slot_wait mkc_slot_wait;
 
+/* A slot's last answered request, for GET /slots (id 0: none yet). */
+typedef struct mkc_slot_last {
+  long id;
+  int n_prompt, n_cached, n_decoded, n_predict, stream;
+  mkc_sampling opt;
+  int *prompt; /* its tokens, made text when asked for */
+  char *generated;
+} mkc_slot_last;
+
 /* What the server has done, for GET /metrics: the answered generation
  * requests, their prompt tokens fed and taken from the cache, the tokens
  * generated, drafts offered and accepted, and the seconds of each part. */
@@ -45,14 +54,9 @@ typedef struct mkc_server {
   long requests;
   mkc_serve_counts counts;
   uint64_t cache_id; /* --slot-save-path: the model's id in slot files (mkc_loaded_cache_id) */
-  /* one request at a time: the last one's figures and texts, for GET /slots (id 0: none yet) */
-  struct {
-    long id;
-    int n_prompt, n_cached, n_decoded, n_predict, stream;
-    mkc_sampling opt;
-    int *prompt; /* its tokens, made text when asked for */
-    char *generated;
-  } last;
+  /* a slot's last request's figures and texts, for GET /slots: the plain server's one slot's,
+   * or with --parallel each slot's (lasts: [slots]) */
+  mkc_slot_last last, *lasts;
   char **keys; /* --api-key, --api-key-file: a request needs one of them (n_keys > 0) */
   int n_keys;
   /* one request at a time: the tokens the session has read, in order */
@@ -99,7 +103,8 @@ struct mkc_serve_job {
   int prompt_total, cached_total;
   /* OpenAI's list of prompts: each one's tokens (prompt is one of them) */
   int **prompts, *n_prompts, n_lists;
-  long id; /* the server's request number when it came (GET /slots's id_task) */
+  long id;  /* the server's request number when it came (GET /slots's id_task) */
+  int slot; /* --parallel: the slot decoding it, -1 before one does */
   int delivered;
   int *context;
   mkc_serve_job *next;
@@ -143,16 +148,20 @@ char *mkc_serve_chat_text(const mkc_server *sv, const mkc_api_req *r, char *why,
 /* llama-server's POST /slots/N?action=save|restore|erase (serve_slot_file.c): the
  * session's (--parallel: the pool's slot N's) tokens and KV rows to or from
  * --slot-save-path's FILENAME, or forgotten. MKC_SERVE_DONE, or MKC_SERVE_KEPT: the
- * slot is decoding, and the action waits for its request to end (mkc_serve_slot_waits). */
-int mkc_serve_slot_action(mkc_server *sv, int fd, const mkc_http_req *req);
+ * slot is decoding, and the action waits for its request to end (mkc_serve_slot_waits),
+ * answered then with the connection's headers (cors, mkc_http_extra_headers). */
+int mkc_serve_slot_action(mkc_server *sv, int fd, const mkc_http_req *req, const char *cors);
 /* --parallel: the waiting slot actions whose slot no longer decodes, done and answered. */
 void mkc_serve_slot_waits(mkc_server *sv);
 /* llama-server's GET /slots (serve_slot_list.c): each slot's context and whether it is busy,
  * with its request's figures, options and texts (the last one's on the plain server);
  * ?fail_on_no_slot=1: 503 when every slot is busy. */
 void mkc_serve_slot_list(mkc_server *sv, int fd, const mkc_http_req *req);
-/* The plain server's record of an answered request, for GET /slots. */
-void mkc_serve_slot_record(mkc_server *sv, const mkc_serve_job *j, int cached, int n_decoded);
+/* The record of a request answered in slot s (the plain server's: 0), for GET /slots. */
+void mkc_serve_slot_record(mkc_server *sv, int s, const mkc_serve_job *j, int cached,
+                           int n_decoded);
+/* Frees the records (the plain server's and --parallel's). */
+void mkc_serve_slot_records_free(mkc_server *sv);
 /* 0 when dir is a directory, else -1 after a message. */
 int mkc_serve_slot_dir_check(const char *dir);
 /* llama-server's GET /props (serve_props.c): the server's defaults, context, slots, the

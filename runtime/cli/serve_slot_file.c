@@ -118,6 +118,7 @@ static void act(mkc_server *sv, int fd, int s, int what, const char *name, const
 struct mkc_slot_wait {
   int fd, slot, what;
   char name[256], path[4400];
+  char cors[MKC_SERVE_CORS_MAX]; /* the connection's headers (mkc_http_extra_headers) */
   mkc_slot_wait *next;
 };
 
@@ -134,7 +135,9 @@ void mkc_serve_slot_waits(mkc_server *sv) {
       at = &w->next;
       continue;
     }
+    mkc_http_extra_headers(w->cors);
     act(sv, w->fd, w->slot, w->what, w->name, w->path);
+    mkc_http_extra_headers(NULL);
     mkc_serve_close(sv, w->fd);
     *at = w->next;
     free(w);
@@ -150,7 +153,7 @@ static int slot_of(const mkc_server *sv, const char *path) {
   return s < n ? s : -1;
 }
 
-int mkc_serve_slot_action(mkc_server *sv, int fd, const mkc_http_req *req) {
+int mkc_serve_slot_action(mkc_server *sv, int fd, const mkc_http_req *req, const char *cors) {
   char action[16], name[256], path[4400];
   if (strcmp(req->method, "POST") != 0) {
     mkc_respond_error(fd, 405, "use POST");
@@ -196,6 +199,7 @@ int mkc_serve_slot_action(mkc_server *sv, int fd, const mkc_http_req *req) {
   *w = (mkc_slot_wait){.fd = fd, .slot = s, .what = what};
   snprintf(w->name, sizeof w->name, "%s", name);
   snprintf(w->path, sizeof w->path, "%s", path);
+  snprintf(w->cors, sizeof w->cors, "%s", cors);
   while (*end) end = &(*end)->next; /* in the order they came */
   *end = w;
   fprintf(stderr, "mkc: slot %d: the %s waits for its request to end\n", s, action);

@@ -7,6 +7,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "exec/slots.h"
 #include "serve.h"
 #include "tokenizer/tokenizer.h"
 
@@ -77,26 +78,23 @@ void mkc_serve_slot_list(mkc_server *sv, int fd, const mkc_http_req *req) {
   }
   cJSON *all = cJSON_CreateArray();
   int idle = 0;
-  if (!sv->sched) { /* one request at a time: none is decoding while this is answered */
-    cJSON *o = slot_entry(sv, 0, 0);
-    char *prompt = sv->last.prompt ? prompt_text(sv, sv->last.prompt, sv->last.n_prompt) : NULL;
-    if (sv->last.id)
-      add_request(o, sv->last.id, sv->last.n_prompt, sv->last.n_cached, sv->last.n_decoded,
-                  sv->last.n_predict, 0, &sv->last.opt, sv->last.stream, prompt,
-                  sv->last.generated);
-    free(prompt);
-    cJSON_AddItemToArray(all, o);
-    idle = 1;
-  }
-  for (int s = 0; sv->sched && s < mkc_slots_count(sv->slots); s++) {
-    const mkc_serve_job *j = job_in(sv, s);
+  /* one request at a time: none is decoding while this is answered */
+  int slots = sv->sched ? mkc_slots_count(sv->slots) : 1;
+  for (int s = 0; s < slots; s++) {
+    const mkc_serve_job *j = sv->sched ? job_in(sv, s) : NULL;
+    const mkc_slot_last *last = sv->lasts ? &sv->lasts[s] : &sv->last;
     int processing = j && j->q.stopped == MKC_BATCH_RUNNING;
     cJSON *o = slot_entry(sv, s, processing);
     idle += !processing;
-    if (j) {
+    if (j) { /* its request now */
       char *prompt = prompt_text(sv, j->prompt, j->n_prompt);
       add_request(o, j->id, j->n_prompt, j->q.shared, j->q.n_out, j->n_gen, processing, &j->opt,
                   j->r.stream, prompt, j->g.text);
+      free(prompt);
+    } else if (last->id) { /* the last one it answered */
+      char *prompt = last->prompt ? prompt_text(sv, last->prompt, last->n_prompt) : NULL;
+      add_request(o, last->id, last->n_prompt, last->n_cached, last->n_decoded, last->n_predict, 0,
+                  &last->opt, last->stream, prompt, last->generated);
       free(prompt);
     }
     cJSON_AddItemToArray(all, o);
@@ -110,17 +108,30 @@ void mkc_serve_slot_list(mkc_server *sv, int fd, const mkc_http_req *req) {
   mkc_respond_json(fd, 200, all);
 }
 
-void mkc_serve_slot_record(mkc_server *sv, const mkc_serve_job *j, int cached, int n_decoded) {
+void mkc_serve_slot_record(mkc_server *sv, int s, const mkc_serve_job *j, int cached,
+                           int n_decoded) {
+  if (sv->slots && !sv->lasts)
+    sv->lasts = calloc((size_t)mkc_slots_count(sv->slots), sizeof *sv->lasts);
+  if (sv->slots && !sv->lasts) return; /* out of memory: GET /slots lists no last request */
+  mkc_slot_last *last = sv->lasts ? &sv->lasts[s] : &sv->last;
+  free(last->prompt);
+  free(last->generated);
+  last->id = j->id;
+  last->n_prompt = j->n_prompt;
+  last->n_cached = cached;
+  last->n_decoded = n_decoded;
+  last->n_predict = j->n_gen;
+  last->stream = j->r.stream;
+  last->opt = j->opt;
+  last->prompt = malloc((size_t)(j->n_prompt > 0 ? j->n_prompt : 1) * sizeof *j->prompt);
+  if (last->prompt) memcpy(last->prompt, j->prompt, (size_t)j->n_prompt * sizeof *j->prompt);
+  last->generated = j->g.text ? strdup(j->g.text) : NULL;
+}
+
+void mkc_serve_slot_records_free(mkc_server *sv) {
+  int n = sv->lasts ? mkc_slots_count(sv->slots) : 0;
+  for (int s = 0; s < n; s++) free(sv->lasts[s].prompt), free(sv->lasts[s].generated);
+  free(sv->lasts);
   free(sv->last.prompt);
   free(sv->last.generated);
-  sv->last.id = j->id;
-  sv->last.n_prompt = j->n_prompt;
-  sv->last.n_cached = cached;
-  sv->last.n_decoded = n_decoded;
-  sv->last.n_predict = j->n_gen;
-  sv->last.stream = j->r.stream;
-  sv->last.opt = j->opt;
-  sv->last.prompt = malloc((size_t)(j->n_prompt > 0 ? j->n_prompt : 1) * sizeof *j->prompt);
-  if (sv->last.prompt) memcpy(sv->last.prompt, j->prompt, (size_t)j->n_prompt * sizeof *j->prompt);
-  sv->last.generated = j->g.text ? strdup(j->g.text) : NULL;
 }

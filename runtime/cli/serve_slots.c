@@ -31,6 +31,7 @@ static void sequence_of(mkc_serve_job *j) {
  * stream begun: NULL, or why not. */
 static const char *queue(mkc_server *sv, mkc_serve_job *j) {
   sequence_of(j);
+  j->slot = -1; /* until a step finds it in one */
   if (j->host && !(j->q.constraint = mkc_serve_job_json(sv, j, 1)))
     return "the host's choice (JSON, a grammar or a sampler the kernel lacks) could not be set up "
            "(the server's log says why)";
@@ -100,6 +101,7 @@ static int finish(mkc_server *sv, mkc_serve_job *j, int failed, const char *why)
   mkc_decode_stats st;
   stats_of(j, &st);
   int cached = q->shared;
+  if (j->slot >= 0) mkc_serve_slot_record(sv, j->slot, j, cached, j->delivered); /* GET /slots */
   mkc_http_extra_headers(j->cors);
   if (failed && !j->r.stream)
     mkc_respond_error_for(&j->r, j->fd, 500, "decoding failed (the server's log says why)");
@@ -143,7 +145,7 @@ int mkc_serve_slots_step(mkc_server *sv) {
   for (mkc_serve_job **at = &sv->jobs; *at;) {
     mkc_serve_job *j = *at;
     int slot = mkc_sched_slot_of(sv->sched, &j->q);
-    if (slot >= 0) j->g.id_slot = slot; /* before its tokens' chunks */
+    if (slot >= 0) j->g.id_slot = j->slot = slot; /* before its tokens' chunks */
     int done = deliver(j);
     if (!done && j->q.stopped == MKC_BATCH_RUNNING && rc >= 0) {
       at = &j->next;

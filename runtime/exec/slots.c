@@ -466,6 +466,8 @@ int mkc_slots_forget(mkc_slots *p, int s) {
   const mkc_graph *g = p->g;
   const int *table = p->table ? p->table + (size_t)s * g->slot_pages : NULL;
   int gone = 0;
+  /* the kernel's pos first: a failure there leaves the slot as it was, pages indexed */
+  if (p->b->ops->set_slot_pos && p->b->ops->set_slot_pos(p->b, s, 0) != 0) return -1;
   for (int i = 0; table && i < g->slot_pages; i++)
     if (table[i] >= 0 && p->refs[table[i]] == 1) {
       mkc_prefix_remove(p->index, table[i]);
