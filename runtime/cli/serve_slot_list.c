@@ -78,7 +78,7 @@ void mkc_serve_slot_list(mkc_server *sv, int fd, const mkc_http_req *req) {
   }
   cJSON *all = cJSON_CreateArray();
   int idle = 0;
-  /* one request at a time: none is decoding while this is answered */
+  /* the plain server's one slot (no request decodes while this is answered), or the pool's */
   int slots = sv->sched ? mkc_slots_count(sv->slots) : 1;
   for (int s = 0; s < slots; s++) {
     const mkc_serve_job *j = sv->sched ? job_in(sv, s) : NULL;

@@ -378,8 +378,9 @@ static int keeps_all(const mkc_slots *p) {
   return 1;
 }
 
-/* A store of n rows and its copy to or from slot s (to_store: from the slot). NULL + message. */
-static void *slot_store(mkc_slots *p, int s, int n) {
+/* A store of n rows for copies to or from a slot; NULL + message (a backend that copies no
+ * slot's rows). */
+static void *slot_store(mkc_slots *p, int n) {
   const mkc_backend_ops *ops = p->b->ops;
   if (!ops->slot_copy || !ops->store_open) {
     fprintf(stderr, "mkc: error: the %s backend copies no slot's rows\n", ops->name);
@@ -398,7 +399,7 @@ void *mkc_slots_read_rows(mkc_slots *p, int s, size_t *bytes) {
     return NULL;
   }
   int n = p->states[s].pos;
-  void *store = slot_store(p, s, n), *host = NULL;
+  void *store = slot_store(p, n), *host = NULL;
   if (!store) return NULL;
   mkc_kv_slot at = {s, p->table ? p->table + (size_t)s * p->g->slot_pages : NULL};
   if (p->b->ops->slot_copy(p->b, &at, store, 0, NULL, 0, n) == 0)
@@ -429,7 +430,7 @@ int mkc_slots_write_rows(mkc_slots *p, int s, const int *tokens, int n, const vo
     }
   if (n == 0) return 0;
   unsigned char *host = malloc(bytes);
-  void *store = host ? slot_store(p, s, n) : NULL;
+  void *store = host ? slot_store(p, n) : NULL;
   int rc = -1;
   if (!host) fprintf(stderr, "mkc: error: out of memory for %zu bytes of KV rows\n", bytes);
   if (store && (!g->kv_pages || hold_pages(p, s, 0, n) == 0)) {
