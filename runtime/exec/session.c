@@ -485,7 +485,6 @@ int mkc_session_set_sampling(mkc_session *s, const mkc_sampling *o) {
 
 int mkc_session_logprobs(mkc_session *s, int i, float *lp, int *ids, float *lps) {
   int n = s->state.sampling.logprobs, at = head_row(s, s->state.n_fixed + i);
-  float row[MKC_LP_STRIDE];
   if (n <= 0 || !s->b->ops->read_scratch || i < 0 || i >= s->state.n_out || at < 0) {
     fprintf(stderr,
             "mkc: error: no log-probabilities for emitted token %d (%s backend, "
@@ -493,12 +492,18 @@ int mkc_session_logprobs(mkc_session *s, int i, float *lp, int *ids, float *lps)
             i, s->b->ops->name, n);
     return -1;
   }
-  if (s->b->ops->read_scratch(s->b, s->g->logprobs_offset + (size_t)at * MKC_LP_STRIDE,
-                              MKC_LP_STRIDE, row) != 0)
+  return mkc_logprobs_read(s->b, s->g, at, n, lp, ids, lps);
+}
+
+int mkc_logprobs_read(mkc_backend *b, const mkc_graph *g, int row, int n, float *lp, int *ids,
+                      float *lps) {
+  float v[MKC_LP_STRIDE];
+  if (b->ops->read_scratch(b, g->logprobs_offset + (size_t)row * MKC_LP_STRIDE, MKC_LP_STRIDE, v) !=
+      0)
     return -1;
-  *lp = row[MKC_LP_EMITTED];
-  memcpy(ids, row + MKC_LP_IDS, (size_t)n * sizeof *ids);
-  memcpy(lps, row + MKC_LP_VALS, (size_t)n * sizeof *lps);
+  *lp = v[MKC_LP_EMITTED];
+  memcpy(ids, v + MKC_LP_IDS, (size_t)n * sizeof *ids);
+  memcpy(lps, v + MKC_LP_VALS, (size_t)n * sizeof *lps);
   return 0;
 }
 

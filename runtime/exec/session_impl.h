@@ -40,4 +40,9 @@ mkc_backend *mkc_session_open_backend(enum mkc_backend_kind kind, const mkc_grap
  * [mkc_ring_needs(r, pos), pos). */
 int mkc_ring_needs(const mkc_ring *r, int pos);
 
+/* Row `row` of the last step's log-probabilities (mkc_state.h's MKC_LP_STRIDE floats in the
+ * kernel's scratch): the emitted token's (*lp) and the n most likely (ids, lps). 0 or -1. */
+int mkc_logprobs_read(mkc_backend *b, const mkc_graph *g, int row, int n, float *lp, int *ids,
+                      float *lps);
+
 #endif

@@ -283,20 +283,13 @@ int mkc_slots_logprobs(mkc_slots *p, int s, int i, float *lp, int *ids, float *l
   /* a chunk past t_max ran alone and kept its last input's rows only, at row 0 */
   if (n > 0 && p->ran[s] > 0 && st->status == MKC_STATUS_OK && i >= 0 && i < st->n_out)
     row = p->ran[s] > p->g->t_max ? (t == p->ran[s] - 1 ? 0 : -1) : p->first[s] + t;
-  float v[MKC_LP_STRIDE];
   if (row < 0 || !p->b->ops->read_scratch) {
     fprintf(stderr,
             "mkc: error: slot %d: no log-probabilities for emitted token %d (logprobs %d)\n", s, i,
             n);
     return -1;
   }
-  if (p->b->ops->read_scratch(p->b, p->g->logprobs_offset + (size_t)row * MKC_LP_STRIDE,
-                              MKC_LP_STRIDE, v) != 0)
-    return -1;
-  *lp = v[MKC_LP_EMITTED];
-  memcpy(ids, v + MKC_LP_IDS, (size_t)n * sizeof *ids);
-  memcpy(lps, v + MKC_LP_VALS, (size_t)n * sizeof *lps);
-  return 0;
+  return mkc_logprobs_read(p->b, p->g, row, n, lp, ids, lps);
 }
 
 int mkc_slots_prompt_inputs(const mkc_slots *p, int remaining) {
