@@ -45,6 +45,9 @@ void mkc_simt_warp_sum_of(mkc_simt_lane_fn fn, mkc_simt_warp_fn warp_fn, const v
  * checking schedule, where every lane runs its own lane function. */
 int mkc_simt_warp_sum_ready(float *v, int rows, int stride, int n);
 void mkc_simt_pause(void); /* one turn of a spin-wait on other blocks */
+/* After a write another block may spin for (the atomics below): wakes the
+ * blocks the emulator put to sleep in mkc_simt_pause. */
+void mkc_simt_wrote(void);
 /* mkc_mma_tf32 (see the CUDA prelude): a warp meeting in which every lane
  * deposits its fragments, the first lane released computes the tiles, and
  * each lane reads back its accumulators. */
@@ -159,11 +162,18 @@ MKC_DEVICE void mkc_warp_sum_width(float *v, int n, int width) {
 #define MKC_WARP_SUM_OF_WARP(fn, warp_fn, args, v, rows, stride, n)                                \
   mkc_simt_warp_sum_of(fn, warp_fn, args, v, rows, stride, n)
 
-/* Blocks are OS threads: cross-block traffic goes through seq_cst atomics. */
+/* Blocks are OS threads: cross-block traffic goes through seq_cst atomics. The
+ * spin-waits (mkc_pause) wait on nothing else, so each write is followed by
+ * mkc_simt_wrote. */
 MKC_DEVICE unsigned mkc_atomic_add_u32(unsigned *p, unsigned v) {
-  return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
+  unsigned old = __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
+  mkc_simt_wrote();
+  return old;
 }
-MKC_DEVICE void mkc_store_u32(unsigned *p, unsigned v) { __atomic_store_n(p, v, __ATOMIC_SEQ_CST); }
+MKC_DEVICE void mkc_store_u32(unsigned *p, unsigned v) {
+  __atomic_store_n(p, v, __ATOMIC_SEQ_CST);
+  mkc_simt_wrote();
+}
 MKC_DEVICE unsigned mkc_load_volatile_u32(const unsigned *p) {
   return __atomic_load_n(p, __ATOMIC_SEQ_CST);
 }
@@ -171,11 +181,13 @@ MKC_DEVICE void mkc_fence(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 /* Release and acquire, as the GPU's red.release / ld.acquire. */
 MKC_DEVICE void mkc_add_release_u32(unsigned *p, unsigned v) {
   __atomic_fetch_add(p, v, __ATOMIC_RELEASE);
+  mkc_simt_wrote();
 }
 MKC_DEVICE unsigned mkc_load_acquire_u32(const unsigned *p) {
   return __atomic_load_n(p, __ATOMIC_ACQUIRE);
 }
-/* Yields the OS thread (other blocks need it), not the fiber: see simt.c on spins. */
+/* Yields the OS thread (other blocks need it), or sleeps until another block
+ * writes, not the fiber: see simt.c on spins. */
 MKC_DEVICE void mkc_pause(void) { mkc_simt_pause(); }
 
 /* A float's bit pattern (the sampler orders floats by it). */
