@@ -112,6 +112,44 @@ pages=()
 expect_error "a pool too small" "mkc: error: slot 2 needs a KV page for position 0, and all 2 pages of the pool are held (--kv-pages)" -- \
   run --preset tiny --random-weights 1 --backend cpu --batch "$tmp/ids.txt" --slots 3 -n 4 --kv-pages 2
 
+# --logprobs N: after each line's completion, a line naming FILE:LINE, then its tokens'
+# log-probabilities on stderr as run prints them. The oracle is each line run alone on the plain
+# kernel: the same ids, in the same places, the values within 1e-3 (other slots' rows in a step
+# change the order of attention's sums).
+# lp_pairs: a --logprobs block as one "id value" pair a line, the token's own, then its top's
+lp_pairs() { sed -n 's/^mkc: token //p' | sed -E 's/ "([^"\\]|\\.)*" / /g; s/ logprob / /; s/; top://; s/,/ /g' \
+  | awk '{ for (i = 1; i < NF; i += 2) print $i, $(i + 1) }'; }
+# logprob_case NAME ARGS...: the batch's blocks against each line alone, with ARGS
+logprob_case() {
+  local name=$1 i=0 line bad=0
+  shift
+  if ! "$mkc" run --preset tiny --random-weights 1 --backend cpu --batch "$tmp/ids.txt" --slots 3 \
+    --seed 5 --logprobs 3 "$@" >"$tmp/lpb" 2>"$tmp/lpb_err"; then
+    fail "$name: runs" "$(tail -n 3 "$tmp/lpb_err")"
+    return
+  fi
+  while read -r line; do
+    i=$((i + 1))
+    "$mkc" run --preset tiny --random-weights 1 --backend cpu --prompt-ids "$line" --seed $((4 + i)) \
+      --logprobs 3 "$@" 2>&1 >/dev/null | lp_pairs >"$tmp/lp_solo"
+    awk -v h="mkc: run --batch: $tmp/ids.txt:$i: " 'index($0, h) == 1 { on = 1; next }
+      /^mkc: run --batch: / { on = 0 } on' "$tmp/lpb_err" | lp_pairs >"$tmp/lp_batch"
+    if [ ! -s "$tmp/lp_solo" ] || ! paste -d' ' "$tmp/lp_batch" "$tmp/lp_solo" | awk -v n="$(wc -l <"$tmp/lp_solo")" '
+      { if ($1 != $3 || NF != 4 || ($2 - $4) > 1e-3 || ($4 - $2) > 1e-3) bad = 1; rows++ }
+      END { exit bad || rows != n || rows == 0 }'; then
+      bad=$i
+      break
+    fi
+  done <"$tmp/ids.txt"
+  if [ "$bad" = 0 ] && [ "$(grep -c '^mkc: run --batch: .*log-probabilities$' "$tmp/lpb_err")" -eq 7 ]; then
+    ok "$name: each of the 7 lines' log-probabilities (its token's and the top 3) are its own alone"
+  else
+    fail "$name: line $bad's log-probabilities" "$(paste "$tmp/lp_batch" "$tmp/lp_solo" | head -n 6)"
+  fi
+}
+logprob_case "--logprobs 3, 7 lines on 3 slots, greedy, 2 drafts each" -n 8 --draft-max 2
+logprob_case "--logprobs 3, sampled" -n 8 --temp 0.9
+
 # refusals
 printf '1,2\n\n3\n' >"$tmp/empty.txt"
 expect_error "an empty line" "$tmp/empty.txt:2: error: an empty line: each line is a prompt" -- \

@@ -170,7 +170,8 @@ static const char USAGE[] =
     "                         until the end with -m, else 16); the stats give the\n"
     "                         aggregate tokens/s and the KV bytes held; with --format,\n"
     "                         each line's answer is JSON; with -r, each line ends at its\n"
-    "                         reverse prompt\n"
+    "                         reverse prompt; with --logprobs, each line's tokens' on\n"
+    "                         stderr after a line naming FILE:LINE\n"
     "  --slots B              with --batch: sequences per step (2..64, default 4), each\n"
     "                         with 1 + --draft-max inputs: B x (K + 1) <= 32\n"
     "  --kv-pages N           with --batch: the slots share N KV pages of 16 positions\n"
@@ -297,12 +298,11 @@ static int check_batch_flags(mkc_cli *c) {
   if (c->context_shift && (!c->have_n || c->n_gen < 0))
     return mkc_cli_usage_error("%s", "run --batch --context-shift: give -n N, each line's "
                                      "token budget (a shifted answer has no other end)");
-  if (c->chat || c->json || c->logprobs || c->rounds || c->kernel_dir || c->draft_adaptive ||
-      c->draft_min || c->draft_layers || c->draft_model_path || c->draft_head)
+  if (c->chat || c->json || c->rounds || c->kernel_dir || c->draft_adaptive || c->draft_min ||
+      c->draft_layers || c->draft_model_path || c->draft_head)
     return mkc_cli_usage_error(
         "%s", "run --batch takes none of --chat, -sys, --chat-template, --reasoning-effort, "
               "--reasoning-budget, --json, "
-              "--logprobs, "
               "--rounds, --kernel, --draft-adaptive, --draft-min, --draft-layers, -md, "
               "--draft-head (drafts: prompt lookup, --draft-max per slot)");
   if (mkc_json_format_on(c) && !c->model_path)

@@ -12,6 +12,8 @@
 #include "json_format.h"
 #include "loaded.h"
 #include "run_batch.h"
+
+#include "logprobs.h"
 #include "tokenizer/tokenizer.h"
 #include "util/files.h"
 
@@ -105,6 +107,17 @@ static void print_completion(const mkc_tokenizer *tok, const mkc_batch_seq *q) {
     }
   }
   printf("\n");
+}
+
+/* --logprobs N: the line's tokens' log-probabilities on stderr as run prints them, after a line
+ * naming the prompt (stdout flushed first, so a terminal shows them under its completion). */
+static void print_logprobs(const mkc_tokenizer *tok, const mkc_batch_seq *q, const char *file,
+                           int line, int n_top) {
+  fflush(stdout);
+  fprintf(stderr, "mkc: run --batch: %s:%d: %d tokens' log-probabilities\n", file, line, q->n_out);
+  for (int i = 0; q->lp && i < q->n_out; i++)
+    mkc_print_token(tok, 0, q->out[i], &q->lp[i], q->top_ids + (size_t)i * MKC_LOGPROBS_MAX,
+                    q->top_lps + (size_t)i * MKC_LOGPROBS_MAX, n_top);
 }
 
 int mkc_slot_kernel_flags(mkc_cli *c, int slots, const char *cmd) {
@@ -209,6 +222,7 @@ int mkc_run_batch(const mkc_cli *cli, const mkc_sampling *opt, unsigned long lon
   int failed = 0;
   for (int i = 0; i < n; i++) {
     print_completion(tok, &seqs[i]);
+    if (opt->logprobs > 0) print_logprobs(tok, &seqs[i], c.batch_file, i + 1, opt->logprobs);
     if (seqs[i].stopped == MKC_BATCH_FAILED && !failed++)
       fprintf(stderr, "mkc: error: run --batch: %s:%d: its JSON could not go on (above)\n",
               c.batch_file, i + 1);
