@@ -176,10 +176,11 @@ int mkc_cli_sampling(const mkc_cli *c, mkc_sampling *o, unsigned long long *seed
   "  --xtc-threshold T (0.1), --dynatemp-range R (0), --dynatemp-exp E (1),\n"                     \
   "  --mirostat 1|2 (0: off; replaces the chain), --mirostat-ent TAU (5),\n"                       \
   "  --mirostat-lr ETA (0.1), --dry-multiplier M (0: off), --dry-base B (1.75),\n"                 \
-  "  --dry-allowed-length N (2), --dry-penalty-last-n N (64; -1: the whole context),\n"            \
-  "  --dry-sequence-breaker TEXT (each time given; replaces \\n : \" *; none: no breakers),\n"     \
-  "  --samplers \"top_k;min_p;temperature\" or --sampling-seq kmt: the chain's samplers (in\n"     \
-  "  its order; those left out are off)\n"
+  "  --dry-allowed-length N (2), --dry-penalty-last-n N (64; -1: the whole\n"                      \
+  "  context), --dry-sequence-breaker TEXT (each time given; replaces \\n : \" *;\n"               \
+  "  none: no breakers), --samplers \"top_k;min_p;temperature\" or\n"                              \
+  "  --sampling-seq kmt: the chain's samplers (in its order; those left out\n"                     \
+  "  are off)\n"
 
 /* The samplers the kernel lacks from the flags (llama.cpp's defaults for the rest): 0, or 2
  * after the usage error. */

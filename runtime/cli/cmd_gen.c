@@ -20,9 +20,10 @@ static int write_text(const char *path, const char *text) {
 }
 
 static const char USAGE[] =
-    "usage: mkc gen GRAPH --preset P [--draft-max K] [--ubatch N] [--ctx N] [--kv-dtype T] -o "
-    "FILE.cu\n"
-    "       mkc gen -m MODEL [--draft-max K] [--ubatch N] [--ctx N] [--kv-dtype T] -o FILE.cu\n"
+    "usage: mkc gen GRAPH --preset P [--draft-max K] [--ubatch N] [--ctx N]\n"
+    "               [--kv-dtype T] -o FILE.cu\n"
+    "       mkc gen -m MODEL [--draft-max K] [--ubatch N] [--ctx N] [--kv-dtype T]\n"
+    "               -o FILE.cu\n"
     "\n"
     "Writes the one-kernel CUDA source of a decode step (FILE \"-\": stdout): a\n"
     "header (version, graph, preset, hashes, options, plan), the device prelude\n"

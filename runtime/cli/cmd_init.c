@@ -25,9 +25,9 @@
 #include "util/text.h"
 
 static const char USAGE[] =
-    "usage: mkc init [GRAPH] --preset P --seed S [--ctx N] [--type T] [--vocab FILE.gguf]\n"
-    "                [--tensor-type NAME=T]... [--arch phi3] [--pooling P]\n"
-    "                -o FILE.gguf|DIR\n"
+    "usage: mkc init [GRAPH] --preset P --seed S [--ctx N] [--type T]\n"
+    "                [--vocab FILE.gguf] [--tensor-type NAME=T]... [--arch phi3]\n"
+    "                [--pooling P] -o FILE.gguf|DIR\n"
     "\n"
     "Writes the graph's weights, seeded random (as `mkc run --random-weights S`):\n"
     "in a GGUF file with llama (or qwen2/qwen3) metadata, or, when -o does not\n"

@@ -11,17 +11,19 @@
 #include "inspect/libclang.h"
 
 static const char USAGE[] =
-    "usage: mkc inspect KERNEL.cu [--gpu ID] [--arch sm_XY|none] [--tokens T] [--pos P]\n"
-    "                          [--blocks B] [--json | --stage N|NAME]\n"
+    "usage: mkc inspect KERNEL.cu [--gpu ID] [--arch sm_XY|none] [--tokens T]\n"
+    "                          [--pos P] [--blocks B] [--json | --stage N|NAME]\n"
     "       mkc inspect --check KERNEL.cu...\n"
-    "       mkc inspect --diff A.cu B.cu [--gpu ID] [--arch sm_XY|none] [--tokens T] [--pos P]\n"
+    "       mkc inspect --diff A.cu B.cu [--gpu ID] [--arch sm_XY|none]\n"
+    "                          [--tokens T] [--pos P]\n"
     "\n"
-    "Outlines an emitted kernel stage by stage (graph nodes, work, smem, global traffic,\n"
-    "FLOPs, sync), with ptxas resources (--arch, default the GPU's or sm_90; none skips\n"
-    "NVRTC) and a roofline floor for --gpu (default h100). --stage prints one stage's\n"
-    "source (a number, a kind, or part of a node label such as blk.3.ffn_up.weight).\n"
-    "--check fails on any clang warning. --diff exits 0 when the kernels do the same\n"
-    "work, 1 when they differ. Report format: docs/INSPECT.md.\n";
+    "Outlines an emitted kernel stage by stage (graph nodes, work, smem, global\n"
+    "traffic, FLOPs, sync), with ptxas resources (--arch, default the GPU's or sm_90;\n"
+    "none skips NVRTC) and a roofline floor for --gpu (default h100). --stage prints\n"
+    "one stage's source (a number, a kind, or part of a node label such as\n"
+    "blk.3.ffn_up.weight). --check fails on any clang warning. --diff exits 0 when\n"
+    "the kernels do the same work, 1 when they differ. Report format:\n"
+    "docs/INSPECT.md.\n";
 
 static int usage_error(const char *fmt, const char *arg) {
   fprintf(stderr, "mkc: error: inspect: ");

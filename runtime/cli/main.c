@@ -10,18 +10,23 @@ static const char USAGE[] =
     "usage: mkc COMMAND [options]   (mkc COMMAND --help: that command's options)\n"
     "\n"
     "  run      decode: a model file and a text prompt (-m MODEL -p TEXT), or a\n"
-    "           preset on random weights and token ids (--preset P --random-weights S)\n"
+    "           preset on random weights and token ids\n"
+    "           (--preset P --random-weights S)\n"
     "  chat     talk with an instruct model in the terminal (-m MODEL)\n"
     "  embed    a text's embedding vector, pooled from the model's last hidden states\n"
-    "  serve    answer OpenAI-style HTTP requests: /v1/chat/completions, /v1/completions\n"
-    "  gen      write the one-kernel CUDA source of a decode step (a graph or -m MODEL)\n"
+    "  serve    answer OpenAI-style HTTP requests: /v1/chat/completions,\n"
+    "           /v1/completions\n"
+    "  gen      write the one-kernel CUDA source of a decode step\n"
+    "           (a graph or -m MODEL)\n"
     "  compile  build a kernel ahead of time: cubins per arch, PTX, manifest.json\n"
     "  bench    decode speed and weight bandwidth, llama-bench style\n"
     "  inspect  outline a kernel stage by stage, without a GPU\n"
     "  init     write a model of seeded random weights (GGUF or Hugging Face folder)\n"
     "  info     what a model file holds and the graph preset mkc derives from it\n"
-    "  tokenize a text's tokens through a model's tokenizer, as llama-tokenize prints them\n"
+    "  tokenize a text's tokens through a model's tokenizer,\n"
+    "           as llama-tokenize prints them\n"
     "  perplexity  a text's perplexity under a model, as llama-perplexity measures it\n"
+    "  quantize a GGUF model in a llama-quantize type (Q4_K_M, Q8_0, ...)\n"
     "\n"
     "MODEL is a GGUF file or a Hugging Face folder (config.json, safetensors,\n"
     "tokenizer.json), or the file name of a model in the model directory\n"
@@ -41,6 +46,7 @@ static const struct {
     {"init", mkc_cmd_init},         {"info", mkc_cmd_info},
     {"serve", mkc_cmd_serve},       {"embed", mkc_cmd_embed},
     {"tokenize", mkc_cmd_tokenize}, {"perplexity", mkc_cmd_perplexity},
+    {"quantize", mkc_cmd_quantize},
 };
 
 int main(int argc, char **argv) {

@@ -168,5 +168,8 @@ int mkc_gguf_add_raw(mkc_gguf_writer *w, const char *name, uint32_t type, uint32
                      const int64_t *ne, const void *bytes);
 /* Writes the file (through a temporary name, renamed when complete). */
 int mkc_gguf_write(mkc_gguf_writer *w, const char *path);
+/* Adds f's entry kv to out as it is (gguf_copy.c): 0, or -1 after a message naming f (an array
+ * of arrays, a string element holding a NUL byte). */
+int mkc_gguf_copy_kv(const mkc_gguf *f, const mkc_gguf_kv *kv, mkc_gguf_writer *out);
 
 #endif

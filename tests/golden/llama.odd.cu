@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph af03e9d6dcd5419b, templates b53ff9c27047dbeb, options 22f3ac7b51cc1f37
+ * hashes:  graph af03e9d6dcd5419b, templates 394014980c372583, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 127296 floats, KV 36864 bf16, weights 147072 bf16, smem 39872 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.

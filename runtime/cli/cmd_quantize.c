@@ -1,0 +1,351 @@
+/* mkc quantize: a GGUF model rewritten in one of llama-quantize's file types
+ * (Q4_K_M, Q8_0, ...), each tensor typed by llama.cpp's mix rules
+ * (formats/quant_mix.h) and encoded by mkc's quantizers (formats/quantize.h),
+ * with llama-quantize's command line. */
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "formats/dequant.h"
+#include "formats/gguf.h"
+#include "formats/quant_mix.h"
+#include "formats/quantize.h"
+
+static const char USAGE[] =
+    "usage: mkc quantize [options] IN.gguf OUT.gguf TYPE [THREADS]\n"
+    "\n"
+    "Writes IN's model in TYPE, as llama.cpp's llama-quantize does: its metadata\n"
+    "copied (general.file_type set to TYPE's), each matrix in the type TYPE's mix\n"
+    "gives its kind and layer (Q4_K_M: attn_v and ffn_down Q6_K in the first and\n"
+    "last eighths of the layers and every third between, the output Q6_K, ...),\n"
+    "norms and vectors as they are. A row that is not whole blocks of its type\n"
+    "falls back as llama.cpp's does (Q4_K to Q5_0, Q6_K to Q8_0, ...). The types\n"
+    "are llama-quantize's; the values are mkc's quantizers' (init --type's): no\n"
+    "importance matrix, and the K and IQ types without llama.cpp's search for the\n"
+    "best scales, so a larger error than llama-quantize's for the same types.\n"
+    "  TYPE                   Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K_S, Q3_K_M,\n"
+    "                         Q3_K_L, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M, Q6_K, IQ4_NL,\n"
+    "                         IQ4_XS, IQ3_S, IQ3_M, F16, BF16 or F32, any case (Q3_K,\n"
+    "                         Q4_K, Q5_K: the _M mixes); the IQ1, IQ2, IQ3_XS,\n"
+    "                         IQ3_XXS and Q2_K_S mixes need an importance matrix\n"
+    "  THREADS                threads that encode (default: every core)\n"
+    "  --allow-requantize     a matrix already quantized is decoded and encoded\n"
+    "                         again (without it, refused: each pass adds error)\n"
+    "  --leave-output-tensor  output.weight as it is\n"
+    "  --pure                 every quantized matrix in TYPE's own type, no mix\n"
+    "  --output-tensor-type T     output.weight in type T (q8_0, q6_k, f16, ...)\n"
+    "  --token-embedding-type T   token_embd.weight in type T\n"
+    "  --tensor-type PATTERN=T    each matrix whose name PATTERN matches (an\n"
+    "                         extended regular expression, the first that matches)\n"
+    "                         in type T; repeatable\n"
+    "  --dry-run              the types and sizes, without writing OUT\n";
+
+#define MAX_OVERRIDES 64
+
+typedef struct override {
+  regex_t re;
+  uint32_t type;
+} override;
+
+typedef struct options {
+  const char *in, *out;
+  const mkc_quant_ftype *ft;
+  int threads, requantize, dry_run;
+  override ov[MAX_OVERRIDES];
+  int n_ov;
+} options;
+
+/* A tensor type by its name (q4_k, Q8_0, f16, ...; any case), or MKC_QUANT_NO_TYPE. */
+static uint32_t type_named(const char *name) {
+  for (uint32_t t = 0; t < MKC_GGML_TYPE_COUNT; t++) {
+    const mkc_ggml_type_info *info = mkc_ggml_type(t);
+    if (info && strcasecmp(info->name, name) == 0) return t;
+  }
+  return MKC_QUANT_NO_TYPE;
+}
+
+static int usage(const char *fmt, const char *arg) {
+  return mkc_cli_usage_error_in("quantize", fmt, arg);
+}
+
+/* A flag's type value; MKC_QUANT_NO_TYPE after a usage message. */
+static uint32_t type_arg(const char *flag, const char *v, int *rc) {
+  uint32_t t = type_named(v);
+  if (t == MKC_QUANT_NO_TYPE) {
+    char msg[600];
+    snprintf(msg, sizeof msg, "quantize: %s: '%%s' is not a tensor type (%s)", flag,
+             mkc_dequant_type_names());
+    *rc = usage(msg, v);
+  }
+  return t;
+}
+
+static void free_overrides(options *o) {
+  for (int i = 0; i < o->n_ov; i++) regfree(&o->ov[i].re);
+  o->n_ov = 0;
+}
+
+/* Reads argv into o and m's flags; 0, MKC_CLI_HELP, or a usage error's status. */
+static int parse(int argc, char **argv, options *o, mkc_quant_mix *m) {
+  const char *pos[4];
+  int n_pos = 0, rc = 0;
+  for (int i = 2; i < argc && !rc; i++) {
+    const char *a = argv[i];
+    int has_value = strcmp(a, "--output-tensor-type") == 0 ||
+                    strcmp(a, "--token-embedding-type") == 0 || strcmp(a, "--tensor-type") == 0;
+    if (has_value && i + 1 >= argc) return usage("quantize: %s needs a value", a);
+    const char *v = has_value ? argv[++i] : NULL;
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      fputs(USAGE, stdout);
+      return MKC_CLI_HELP;
+    } else if (strcmp(a, "--allow-requantize") == 0)
+      o->requantize = 1;
+    else if (strcmp(a, "--leave-output-tensor") == 0)
+      m->quantize_output = 0;
+    else if (strcmp(a, "--pure") == 0)
+      m->pure = 1;
+    else if (strcmp(a, "--dry-run") == 0)
+      o->dry_run = 1;
+    else if (strcmp(a, "--output-tensor-type") == 0)
+      m->output_type = type_arg(a, v, &rc);
+    else if (strcmp(a, "--token-embedding-type") == 0)
+      m->embd_type = type_arg(a, v, &rc);
+    else if (strcmp(a, "--tensor-type") == 0) {
+      const char *eq = strrchr(v, '=');
+      if (!eq || eq == v || !eq[1])
+        return usage("quantize: --tensor-type: expected PATTERN=TYPE, got '%s'", v);
+      if (o->n_ov == MAX_OVERRIDES) return usage("quantize: --tensor-type: more than %s", "64");
+      char pattern[512];
+      snprintf(pattern, sizeof pattern, "%.*s", (int)(eq - v), v);
+      override *ov = &o->ov[o->n_ov];
+      if ((ov->type = type_arg(a, eq + 1, &rc)) == MKC_QUANT_NO_TYPE) break;
+      if (regcomp(&ov->re, pattern, REG_EXTENDED | REG_NOSUB) != 0)
+        return usage("quantize: --tensor-type: '%s' is not a regular expression", pattern);
+      o->n_ov++;
+    } else if (a[0] == '-' && a[1])
+      return usage("quantize: unknown option '%s'", a);
+    else if (n_pos == 4)
+      return usage("quantize: one argument too many: '%s' (IN OUT TYPE [THREADS])", a);
+    else
+      pos[n_pos++] = a;
+  }
+  if (rc) return rc;
+  if (n_pos < 3) return usage("%s", "quantize: IN.gguf, OUT.gguf and TYPE are required");
+  o->in = pos[0];
+  o->out = pos[1];
+  if (!(o->ft = mkc_quant_ftype_named(pos[2]))) {
+    char msg[700];
+    snprintf(msg, sizeof msg, "quantize: '%%s' is not a type llama-quantize makes (%s)",
+             mkc_quant_ftype_names());
+    return usage(msg, pos[2]);
+  }
+  if (n_pos == 4) {
+    char *end;
+    long t = strtol(pos[3], &end, 10);
+    if (*end || end == pos[3] || t < 1 || t > 32)
+      return usage("quantize: THREADS: expected 1 to 32, got '%s'", pos[3]);
+    o->threads = (int)t;
+  }
+  return 0;
+}
+
+/* Metadata that may be one value or one per layer: the first. */
+static int64_t hparam(const mkc_gguf *f, const char *arch, const char *name, int64_t missing) {
+  char key[200];
+  snprintf(key, sizeof key, "%s.%s", arch, name);
+  const mkc_gguf_kv *kv = mkc_gguf_find(f, key);
+  return kv && kv->n ? mkc_gguf_arr_int(kv, 0) : missing;
+}
+
+/* Dimensions without the trailing ones, as ggml counts them. */
+static int dims(const mkc_gguf_tensor *t) {
+  int n = (int)t->n_dims;
+  while (n > 1 && t->ne[n - 1] == 1) n--;
+  return n;
+}
+
+static const mkc_gguf *sort_file; /* qsort's context */
+static int by_order(const void *a, const void *b) {
+  return mkc_quant_order(sort_file->tensors[*(const uint64_t *)a].name,
+                         sort_file->tensors[*(const uint64_t *)b].name);
+}
+
+static const char *type_name(uint32_t t) { return mkc_ggml_type(t)->name; }
+
+/* The writer's metadata: IN's, with general.file_type and general.quantization_version set and
+ * a split file's keys left out. */
+static int copy_metadata(const mkc_gguf *f, int ftype, mkc_gguf_writer *w) {
+  int have_ft = 0, have_qv = 0;
+  for (uint64_t k = 0; k < f->n_kv; k++) {
+    const mkc_gguf_kv *kv = &f->kv[k];
+    int rc;
+    if (strncmp(kv->key, "split.", 6) == 0) continue;
+    if (strcmp(kv->key, "general.file_type") == 0)
+      have_ft = 1, rc = mkc_gguf_set_u32(w, kv->key, (uint32_t)ftype);
+    else if (strcmp(kv->key, "general.quantization_version") == 0)
+      have_qv = 1, rc = mkc_gguf_set_u32(w, kv->key, 2);
+    else
+      rc = mkc_gguf_copy_kv(f, kv, w);
+    if (rc) return -1;
+  }
+  if (!have_qv && mkc_gguf_set_u32(w, "general.quantization_version", 2)) return -1;
+  if (!have_ft && mkc_gguf_set_u32(w, "general.file_type", (uint32_t)ftype)) return -1;
+  return 0;
+}
+
+/* The type tensor t is written in (the first pass, before anything is written or said, as
+ * llama-quantize's): MKC_QUANT_NO_TYPE after a message. *fell: the type the rules gave where
+ * its rows are not whole blocks of it. */
+static uint32_t decide(const options *o, mkc_quant_mix *m, const mkc_gguf_tensor *t,
+                       uint32_t *fell) {
+  uint32_t ov = MKC_QUANT_NO_TYPE;
+  for (int i = 0; i < o->n_ov && ov == MKC_QUANT_NO_TYPE; i++)
+    if (regexec(&o->ov[i].re, t->name, 0, NULL, 0) == 0) ov = o->ov[i].type;
+  uint32_t type = mkc_quant_type(m, t->name, dims(t), t->ne[0], t->type, ov, fell);
+  int is_float = t->type == MKC_GGML_F32 || t->type == MKC_GGML_F16 || t->type == MKC_GGML_BF16;
+  if (type == MKC_QUANT_NO_TYPE)
+    fprintf(stderr,
+            "mkc: error: quantize: %s: its %lld columns are not whole blocks of %s, and "
+            "llama.cpp's quantize has no type to fall back to\n",
+            t->name, (long long)t->ne[0], type_name(*fell));
+  else if (mkc_quant_needs_imatrix(m, t->name, type))
+    fprintf(stderr,
+            "mkc: error: quantize: %s in %s needs an importance matrix (llama-quantize "
+            "--imatrix), which mkc does not compute\n",
+            t->name, type_name(type));
+  else if (type != t->type && !is_float && !o->requantize)
+    fprintf(stderr,
+            "mkc: error: quantize: %s is %s already: quantizing it again adds error "
+            "(--allow-requantize does it all the same)\n",
+            t->name, type_name(t->type));
+  else
+    return type;
+  return MKC_QUANT_NO_TYPE;
+}
+
+/* Tensor t in type (its own: as it is), encoded into *owned, added to w. 0, or 1 after a
+ * message. */
+static int encode(const options *o, const mkc_gguf_tensor *t, uint32_t type, mkc_gguf_writer *w,
+                  void **owned, uint64_t bytes) {
+  if (type == t->type) return mkc_gguf_add_raw(w, t->name, t->type, t->n_dims, t->ne, t->data) != 0;
+  float *x = malloc((size_t)t->n_elems * sizeof *x);
+  *owned = malloc(bytes ? bytes : 1);
+  int rc = 1;
+  if (!x || !*owned)
+    fprintf(stderr, "mkc: error: quantize: %s: out of memory\n", t->name);
+  else if (mkc_dequant_f32(t->type, t->data, (size_t)t->n_elems, x) != 0)
+    fprintf(stderr, "mkc: error: quantize: %s: mkc cannot read %s\n", t->name, type_name(t->type));
+  else if (mkc_quantize_parallel(type, x, (size_t)t->n_elems, *owned, o->threads) != 0)
+    fprintf(stderr, "mkc: error: quantize: %s: mkc cannot write %s\n", t->name, type_name(type));
+  else
+    rc = mkc_gguf_add_raw(w, t->name, type, t->n_dims, t->ne, *owned) != 0;
+  free(x);
+  return rc;
+}
+
+int mkc_cmd_quantize(int argc, char **argv) {
+  options o = {0};
+  mkc_quant_mix m = {
+      .quantize_output = 1, .output_type = MKC_QUANT_NO_TYPE, .embd_type = MKC_QUANT_NO_TYPE};
+  int rc = parse(argc, argv, &o, &m);
+  if (rc) {
+    free_overrides(&o);
+    return rc == MKC_CLI_HELP ? 0 : rc;
+  }
+  if (o.ft->imatrix) {
+    fprintf(stderr,
+            "mkc: error: quantize: %s needs an importance matrix (llama-quantize "
+            "--imatrix), which mkc does not compute\n",
+            o.ft->name);
+    free_overrides(&o);
+    return 1;
+  }
+  if (!o.threads) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    o.threads = n < 1 ? 1 : n > 32 ? 32 : (int)n;
+  }
+  m.ft = o.ft;
+  mkc_gguf *f = mkc_gguf_open(o.in);
+  mkc_gguf_writer *w = f ? mkc_gguf_writer_new() : NULL;
+  uint64_t *order = f ? malloc((f->n_tensors ? f->n_tensors : 1) * sizeof *order) : NULL;
+  void **owned = f ? calloc(f->n_tensors ? f->n_tensors : 1, sizeof *owned) : NULL;
+  uint32_t *types = f ? malloc((f->n_tensors ? f->n_tensors : 1) * sizeof *types) : NULL;
+  uint32_t *fell = f ? malloc((f->n_tensors ? f->n_tensors : 1) * sizeof *fell) : NULL;
+  rc = 1;
+  if (!f) goto done;
+  if (!w || !order || !owned || !types || !fell) {
+    fprintf(stderr, "mkc: error: quantize: out of memory\n");
+    goto done;
+  }
+  const char *arch = "";
+  if (mkc_gguf_get_str(f, "general.architecture", &arch) != 1) {
+    fprintf(stderr, "mkc: error: %s: no general.architecture: not a model llama-quantize reads\n",
+            o.in);
+    goto done;
+  }
+  int64_t heads = hparam(f, arch, "attention.head_count", 0);
+  int64_t kv_heads = hparam(f, arch, "attention.head_count_kv", heads);
+  m.n_layer = (int)hparam(f, arch, "block_count", 0);
+  m.n_expert = (int)hparam(f, arch, "expert_count", 0);
+  m.n_gqa = kv_heads > 0 ? (int)(heads / kv_heads) : 0;
+  m.is_70b = strcmp(arch, "llama") == 0 && m.n_layer == 80 && heads != kv_heads;
+  m.tied = !mkc_gguf_find_tensor(f, "output.weight");
+  for (uint64_t i = 0; i < f->n_tensors; i++) {
+    order[i] = i;
+    const char *n = f->tensors[i].name;
+    m.n_attn_v +=
+        strstr(n, "attn_v.weight") || strstr(n, "attn_qkv.weight") || strstr(n, "attn_kv_b.weight");
+  }
+  sort_file = f;
+  qsort(order, f->n_tensors, sizeof *order, by_order);
+  if (!o.dry_run && copy_metadata(f, o.ft->ftype, w) != 0) goto done;
+  for (uint64_t k = 0; k < f->n_tensors; k++)
+    if ((types[k] = decide(&o, &m, &f->tensors[order[k]], &fell[k])) == MKC_QUANT_NO_TYPE)
+      goto done;
+  uint64_t size_in = 0, size_out = 0, elems = 0;
+  for (uint64_t k = 0; k < f->n_tensors; k++) {
+    const mkc_gguf_tensor *t = &f->tensors[order[k]];
+    const mkc_ggml_type_info *to = mkc_ggml_type(types[k]);
+    uint64_t bytes =
+        types[k] == t->type ? t->n_bytes : t->n_elems / (uint64_t)to->block * to->block_bytes;
+    if (fell[k] != MKC_QUANT_NO_TYPE)
+      fprintf(stderr, "mkc: quantize: %s: %lld columns are not whole blocks of %s; %s instead\n",
+              t->name, (long long)t->ne[0], type_name(fell[k]), to->name);
+    if (!o.dry_run && encode(&o, t, types[k], w, &owned[k], bytes) != 0) goto done;
+    char shape[80];
+    int n = snprintf(shape, sizeof shape, "%lld", (long long)t->ne[0]);
+    for (uint32_t d = 1; d < t->n_dims && n < (int)sizeof shape; d++)
+      n += snprintf(shape + n, sizeof shape - (size_t)n, ", %lld", (long long)t->ne[d]);
+    /* the progress, a line a tensor, as llama-quantize prints it */
+    fprintf(stderr, "[%4llu/%4llu] %-36s [%s] %s -> %s, %.3f -> %.3f MiB\n",
+            (unsigned long long)k + 1, (unsigned long long)f->n_tensors, t->name, shape,
+            type_name(t->type), to->name, t->n_bytes / 1048576.0, bytes / 1048576.0);
+    size_in += t->n_bytes;
+    size_out += bytes;
+    elems += t->n_elems;
+  }
+  if (!o.dry_run && mkc_gguf_write(w, o.out) != 0) goto done;
+  fprintf(stderr,
+          "mkc: quantize: %s %s: %.2f MiB (%.2f bits a weight) -> %.2f MiB (%.2f bits a "
+          "weight)%s\n",
+          o.dry_run ? "would write" : "wrote", o.out, size_in / 1048576.0,
+          elems ? size_in * 8.0 / (double)elems : 0.0, size_out / 1048576.0,
+          elems ? size_out * 8.0 / (double)elems : 0.0,
+          m.n_fallback ? "; some rows fell back to another type (above)" : "");
+  rc = 0;
+done:
+  for (uint64_t k = 0; f && owned && k < f->n_tensors; k++) free(owned[k]);
+  free(owned);
+  free(order);
+  free(types);
+  free(fell);
+  mkc_gguf_writer_free(w);
+  mkc_gguf_close(f);
+  free_overrides(&o);
+  return rc;
+}

@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# mkc quantize IN OUT TYPE: each tensor in the type llama-quantize's mix gives it, checked
+# against tests/quant_oracle.py (the rules restated apart from runtime/formats/quant_mix.c); the
+# data encoded as mkc init encodes the same floats; the metadata copied with general.file_type
+# and general.quantization_version set; the file read back and run; refusals (types that need an
+# importance matrix, requantizing without --allow-requantize, bad flags and files).
+# Files are read through tests/gguf_dump.py, a parser apart from mkc's.
+source "$(dirname "$0")/lib.sh"
+dump() { python3 tests/gguf_dump.py "$1"; }
+oracle() { python3 tests/quant_oracle.py "$@"; }
+
+# bf16 tiny to Q8_0: every matrix Q8_0 (tiny's output is its token_embd, kept Q8_0), the norms
+# as they were; the bytes init --type q8_0 writes from the same weights
+"$mkc" init --preset tiny --seed 1 -o "$tmp/tiny.gguf" >/dev/null 2>&1
+"$mkc" init --preset tiny --seed 1 --type q8_0 -o "$tmp/tiny_init8.gguf" >/dev/null 2>&1
+if "$mkc" quantize "$tmp/tiny.gguf" "$tmp/tiny8.gguf" Q8_0 >"$tmp/out" 2>"$tmp/err"; then
+  dump "$tmp/tiny8.gguf" | grep '^tensor' | sort >"$tmp/q"
+  dump "$tmp/tiny_init8.gguf" | grep '^tensor' | sort >"$tmp/i"
+  cmp -s "$tmp/q" "$tmp/i" && [ "$(wc -l <"$tmp/q")" -eq 20 ] \
+    && ok "Q8_0: tiny's 20 tensors, each the bytes init --type q8_0 writes (15 Q8_0, 5 norms BF16)" \
+    || fail "Q8_0: the tensors init writes" "$(diff "$tmp/q" "$tmp/i" | head -6)"
+  dump "$tmp/tiny.gguf" | grep '^kv' | grep -v 'general.file_type' >"$tmp/kv_in"
+  dump "$tmp/tiny8.gguf" | grep '^kv' >"$tmp/kv_out"
+  if grep -qx 'kv general.file_type 7' "$tmp/kv_out" && grep -qx 'kv general.quantization_version 2' "$tmp/kv_out" \
+    && cmp -s "$tmp/kv_in" <(grep -v 'general.file_type\|general.quantization_version' "$tmp/kv_out"); then
+    ok "Q8_0: the metadata as it was, in order, general.file_type 7 and general.quantization_version 2 set"
+  else
+    fail "Q8_0: the metadata" "$(diff "$tmp/kv_in" "$tmp/kv_out" | head -6)"
+  fi
+  grep -q '^\[  20/  20\] ' "$tmp/err" && grep -q '^mkc: quantize: wrote .*bits a weight' "$tmp/err" \
+    && ok "Q8_0: a progress line a tensor and the sizes" || fail "Q8_0: progress" "$(cat "$tmp/err")"
+else
+  fail "quantize tiny Q8_0" "$(cat "$tmp/err")"
+fi
+
+# types_check NAME FILE ARGS...: FILE's tensor types are the oracle's for ARGS (the file
+# quantize read, the type, and the flags the oracle knows)
+types_check() {
+  local name=$1 file=$2
+  shift 2
+  dump "$file" | awk '$1 == "tensor" { print $2, $3 }' >"$tmp/types"
+  oracle "$@" >"$tmp/want" || { fail "$name: the oracle" "$(cat "$tmp/want")"; return; }
+  if cmp -s "$tmp/types" "$tmp/want"; then
+    ok "$name: each of $(wc -l <"$tmp/want") tensors in the mix's type, in llama.cpp's order"
+  else
+    fail "$name: the mix's types" "$(diff "$tmp/types" "$tmp/want" | head -8)"
+  fi
+}
+
+# blocks-tiny (256 columns, 2 layers, 1 KV head for 4): Q4_K_M's Q6_K layers (the last of 2),
+# its output Q6_K; the bytes init writes for the same types (its --tensor-type)
+"$mkc" init --preset blocks-tiny --seed 2 -o "$tmp/blocks.gguf" >/dev/null 2>&1
+if "$mkc" quantize "$tmp/blocks.gguf" "$tmp/blocks_km.gguf" q4_k_m >"$tmp/out" 2>"$tmp/err"; then
+  types_check "Q4_K_M on blocks-tiny" "$tmp/blocks_km.gguf" "$tmp/blocks.gguf" Q4_K_M
+  "$mkc" init --preset blocks-tiny --seed 2 --type q4_k --tensor-type blk.1.attn_v.weight=q6_k \
+    --tensor-type blk.1.ffn_down.weight=q6_k --tensor-type output.weight=q6_k -o "$tmp/blocks_init.gguf" \
+    >/dev/null 2>&1
+  cmp -s <(dump "$tmp/blocks_km.gguf" | grep '^tensor' | sort) <(dump "$tmp/blocks_init.gguf" | grep '^tensor' | sort) \
+    && ok "Q4_K_M on blocks-tiny: the bytes init writes for those types" \
+    || fail "Q4_K_M on blocks-tiny: the bytes" "$(diff <(dump "$tmp/blocks_km.gguf" | grep '^tensor' | sort) \
+      <(dump "$tmp/blocks_init.gguf" | grep '^tensor' | sort) | head -6)"
+  a=$("$mkc" run -m "$tmp/blocks_km.gguf" --prompt-ids 3,1,4,1,5 -n 8 --backend cpu 2>"$tmp/err_a")
+  b=$("$mkc" run -m "$tmp/blocks_init.gguf" --prompt-ids 3,1,4,1,5 -n 8 --backend cpu 2>"$tmp/err_b")
+  [ -n "$a" ] && [ "$a" = "$b" ] && ok "Q4_K_M on blocks-tiny: runs, the tokens of init's file ($a)" \
+    || fail "Q4_K_M on blocks-tiny: runs" "$a / $b" "$(tail -n 2 "$tmp/err_a")"
+else
+  fail "quantize blocks-tiny Q4_K_M" "$(cat "$tmp/err")"
+fi
+for t in Q3_K_M Q4_K_S Q5_K_M Q2_K IQ4_XS; do
+  if "$mkc" quantize --dry-run "$tmp/blocks.gguf" "$tmp/dry.gguf" "$t" >/dev/null 2>"$tmp/err" \
+    && "$mkc" quantize "$tmp/blocks.gguf" "$tmp/blocks_t.gguf" "$t" >/dev/null 2>&1; then
+    types_check "$t on blocks-tiny" "$tmp/blocks_t.gguf" "$tmp/blocks.gguf" "$t"
+  else
+    fail "quantize blocks-tiny $t" "$(cat "$tmp/err")"
+  fi
+done
+[ ! -e "$tmp/dry.gguf" ] && ok "--dry-run writes no file" || fail "--dry-run wrote $tmp/dry.gguf"
+# --pure, --output-tensor-type, --token-embedding-type, --tensor-type, --leave-output-tensor
+flags=(--pure --token-embedding-type q8_0 --tensor-type 'attn_(q|k)\.=q5_k' --output-tensor-type f16)
+if "$mkc" quantize "${flags[@]}" "$tmp/blocks.gguf" "$tmp/blocks_f.gguf" Q4_K_M >/dev/null 2>"$tmp/err"; then
+  types_check "--pure and the type flags" "$tmp/blocks_f.gguf" "$tmp/blocks.gguf" Q4_K_M "${flags[@]}"
+else
+  fail "quantize with flags" "$(cat "$tmp/err")"
+fi
+"$mkc" quantize --leave-output-tensor "$tmp/blocks.gguf" "$tmp/blocks_l.gguf" Q4_K_M >/dev/null 2>&1 \
+  && types_check "--leave-output-tensor" "$tmp/blocks_l.gguf" "$tmp/blocks.gguf" Q4_K_M --leave-output-tensor \
+  || fail "--leave-output-tensor"
+
+# SmolLM2 (test data, Q4_1): 30 layers of 576 columns, a tied output: requantized to Q4_K_M,
+# most matrices fall back (Q4_K to Q5_0, Q6_K to Q8_0) and ffn_down (1536 columns) keeps Q4_K
+# and Q6_K; it answers as a model
+model=${MKC_TEST_DATA:-}/SmolLM2-135M-Instruct.Q4_1.gguf
+if [ -n "${MKC_TEST_DATA:-}" ] && [ -f "$model" ]; then
+  expect_error "requantizing without --allow-requantize" \
+    "mkc: error: quantize: blk.0.attn_k.weight is Q4_1 already: quantizing it again adds error (--allow-requantize does it all the same)" \
+    -- quantize "$model" "$tmp/smol.gguf" Q4_K_M
+  if "$mkc" quantize --allow-requantize "$model" "$tmp/smol.gguf" Q4_K_M 2 >/dev/null 2>"$tmp/err"; then
+    types_check "SmolLM2 Q4_1 -> Q4_K_M" "$tmp/smol.gguf" "$model" Q4_K_M
+    grep -q '^mkc: quantize: blk.0.attn_v.weight: 576 columns are not whole blocks of Q6_K; Q8_0 instead$' "$tmp/err" \
+      && ok "SmolLM2: a fallback is said" || fail "SmolLM2: the fallback line" "$(head -n 5 "$tmp/err")"
+    out=$("$mkc" run -m "$tmp/smol.gguf" -p "The capital of France is" -n 4 --backend cpu 2>"$tmp/err")
+    [[ $out == *Paris* ]] && ok "SmolLM2 Q4_K_M: 'The capital of France is' ->$out" \
+      || fail "SmolLM2 Q4_K_M answers" "$out" "$(tail -n 2 "$tmp/err")"
+  else
+    fail "quantize SmolLM2" "$(tail -n 3 "$tmp/err")"
+  fi
+else
+  skip "SmolLM2 requantized: no test data"
+fi
+
+# refusals
+ftypes="Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q2_K_S, Q3_K, Q3_K_S, Q3_K_M, Q3_K_L, Q4_K, Q4_K_S, Q4_K_M, Q5_K, Q5_K_S, Q5_K_M, Q6_K, IQ4_NL, IQ4_XS, IQ3_S, IQ3_M, IQ3_XS, IQ3_XXS, IQ2_M, IQ2_S, IQ2_XS, IQ2_XXS, IQ1_M, IQ1_S, F16, BF16, F32"
+types="F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ4_NL, IQ4_XS, MXFP4"
+expect_error "a type llama-quantize does not make" \
+  "mkc: error: quantize: 'Q7_K' is not a type llama-quantize makes ($ftypes)" -- quantize "$tmp/tiny.gguf" "$tmp/x.gguf" Q7_K
+expect_error "a mix that needs an importance matrix" \
+  "mkc: error: quantize: IQ2_XS needs an importance matrix (llama-quantize --imatrix), which mkc does not compute" \
+  -- quantize "$tmp/blocks.gguf" "$tmp/x.gguf" IQ2_XS
+expect_error "a matrix given a type that needs one" \
+  "mkc: error: quantize: blk.0.attn_q.weight in IQ2_XXS needs an importance matrix (llama-quantize --imatrix), which mkc does not compute" \
+  -- quantize --tensor-type 'attn_q=iq2_xxs' "$tmp/blocks.gguf" "$tmp/x.gguf" Q4_K_M
+expect_error "--tensor-type without a type" \
+  "mkc: error: quantize: --tensor-type: expected PATTERN=TYPE, got 'attn_q'" \
+  -- quantize --tensor-type attn_q "$tmp/blocks.gguf" "$tmp/x.gguf" Q4_K_M
+expect_error "--tensor-type, not a type" \
+  "mkc: error: quantize: --tensor-type: 'q9' is not a tensor type ($types)" \
+  -- quantize --tensor-type attn_q=q9 "$tmp/blocks.gguf" "$tmp/x.gguf" Q4_K_M
+expect_error "--tensor-type, not a regular expression" \
+  "mkc: error: quantize: --tensor-type: 'attn_(q' is not a regular expression" \
+  -- quantize --tensor-type 'attn_(q=q8_0' "$tmp/blocks.gguf" "$tmp/x.gguf" Q4_K_M
+expect_error "THREADS out of range" "mkc: error: quantize: THREADS: expected 1 to 32, got '0'" \
+  -- quantize "$tmp/blocks.gguf" "$tmp/x.gguf" Q4_K_M 0
+expect_error "too few arguments" "mkc: error: quantize: IN.gguf, OUT.gguf and TYPE are required" \
+  -- quantize "$tmp/blocks.gguf" Q4_K_M
+printf 'not a gguf file at all' >"$tmp/bad.gguf"
+expect_error "not a GGUF file" \
+  "mkc: error: $tmp/bad.gguf: not a GGUF file: magic 6e 6f 74 20, expected 47 47 55 46 (\"GGUF\")" -- quantize "$tmp/bad.gguf" "$tmp/x.gguf" Q4_K_M
+[ ! -e "$tmp/x.gguf" ] && ok "no refusal leaves a file" || fail "a refusal left $tmp/x.gguf"
+"$mkc" quantize --help >"$tmp/help" 2>&1 && grep -q '^usage: mkc quantize ' "$tmp/help" \
+  && ok "--help" || fail "--help" "$(head -n 3 "$tmp/help")"
+
+finish
