@@ -128,6 +128,9 @@ expect_error "--tensor-type, not a type" \
 expect_error "--tensor-type, not a regular expression" \
   "mkc: error: quantize: --tensor-type: 'attn_(q' is not a regular expression" \
   -- quantize --tensor-type 'attn_(q=q8_0' "$tmp/blocks.gguf" "$tmp/x.gguf" Q4_K_M
+expect_error "a flag's type that the rows do not fit" \
+  "mkc: error: quantize: token_embd.weight: its 64 columns are not whole blocks of Q4_K, the type a flag gives it" \
+  -- quantize --token-embedding-type q4_k "$tmp/tiny.gguf" "$tmp/x.gguf" Q8_0
 expect_error "THREADS out of range" "mkc: error: quantize: THREADS: expected 1 to 32, got '0'" \
   -- quantize "$tmp/blocks.gguf" "$tmp/x.gguf" Q4_K_M 0
 expect_error "too few arguments" "mkc: error: quantize: IN.gguf, OUT.gguf and TYPE are required" \

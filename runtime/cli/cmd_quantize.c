@@ -218,6 +218,11 @@ static uint32_t decide(const options *o, mkc_quant_mix *m, const mkc_gguf_tensor
             "mkc: error: quantize: %s in %s needs an importance matrix (llama-quantize "
             "--imatrix), which mkc does not compute\n",
             t->name, type_name(type));
+  else if (type != t->type && t->ne[0] % mkc_ggml_type(type)->block != 0)
+    fprintf(stderr,
+            "mkc: error: quantize: %s: its %lld columns are not whole blocks of %s, the type "
+            "a flag gives it\n",
+            t->name, (long long)t->ne[0], type_name(type));
   else if (type != t->type && !is_float && !o->requantize)
     fprintf(stderr,
             "mkc: error: quantize: %s is %s already: quantizing it again adds error "
