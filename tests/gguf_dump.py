@@ -14,7 +14,8 @@ BLOCKS = {0: (4, 1), 1: (2, 1), 30: (2, 1), 2: (18, 32), 3: (20, 32), 6: (22, 32
 
 
 def read(path):
-    """(kvs: [(key, value)], tensors: [(name, type, ne, data bytes)]), in the file's order."""
+    """(kvs: [(key, value)], tensors: [(name, type, ne, data bytes, data's byte offset in the
+    file)]), in the file's order."""
     buf = open(path, "rb").read()
     pos = 0
 
@@ -61,7 +62,7 @@ def read(path):
         size, per = BLOCKS[t]
         data = buf[start + off:start + off + n // per * size]
         assert len(data) == n // per * size, name + ": data past the end"
-        tensors.append((name, t, ne, data))
+        tensors.append((name, t, ne, data, start + off))
     return kvs, tensors
 
 
@@ -71,5 +72,5 @@ if __name__ == "__main__":
         if isinstance(v, list):
             v = "[%d] %s" % (len(v), hashlib.sha256(repr(v).encode()).hexdigest()[:16])
         print("kv", key, v)
-    for name, t, ne, data in tensors:
+    for name, t, ne, data, _ in tensors:
         print("tensor", name, t, ",".join(map(str, ne)), hashlib.sha256(data).hexdigest()[:16])

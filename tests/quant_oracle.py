@@ -63,7 +63,7 @@ def more(i, n):
 n_v = sum(1 for n in names if "attn_v.weight" in n)
 seen = {"v": 0, "down": 0}
 out = []
-for name, cur, ne, _ in sorted(tensors, key=lambda t: (layer(t[0]), t[0])):
+for name, cur, ne, *_ in sorted(tensors, key=lambda t: (layer(t[0]), t[0])):
     dims = len(ne)
     while dims > 1 and ne[dims - 1] == 1:
         dims -= 1

@@ -302,9 +302,7 @@ int mkc_cmd_quantize(int argc, char **argv) {
   m.tied = !mkc_gguf_find_tensor(f, "output.weight");
   for (uint64_t i = 0; i < f->n_tensors; i++) {
     order[i] = i;
-    const char *n = f->tensors[i].name;
-    m.n_attn_v +=
-        strstr(n, "attn_v.weight") || strstr(n, "attn_qkv.weight") || strstr(n, "attn_kv_b.weight");
+    m.n_attn_v += mkc_quant_v_like(f->tensors[i].name);
   }
   sort_file = f;
   qsort(order, f->n_tensors, sizeof *order, by_order);

@@ -117,6 +117,8 @@ static enum kind kind_of(const char *name) {
 /* V-like matrices, the most sensitive to quantization. */
 static int v_like(enum kind k) { return k == ATTN_V || k == ATTN_QKV || k == ATTN_KV_B; }
 
+int mkc_quant_v_like(const char *name) { return v_like(kind_of(name)); }
+
 int mkc_quant_allowed(const char *name, int n_dims, int quantize_output) {
   size_t len = strlen(name);
   if (n_dims < 2 || len < 6 || strcmp(name + len - 6, "weight") != 0) return 0;

@@ -42,6 +42,10 @@ typedef struct mkc_quant_mix {
   int n_fallback;
 } mkc_quant_mix;
 
+/* Whether the tensor called name is V-like (attn_v, attn_qkv, attn_kv_b): the matrices whose
+ * count (mkc_quant_mix.n_attn_v) the V rules spread their extra bits over. */
+int mkc_quant_v_like(const char *name);
+
 /* Whether a tensor is quantized at all: a matrix (n_dims counted without trailing ones) whose
  * name ends in "weight" and is none of the kinds llama.cpp keeps (norms, expert routers,
  * position embeddings, ...; output.weight with quantize_output 0). */
