@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # mkc quantize IN OUT TYPE: each tensor in the type llama-quantize's mix gives it, checked
-# against tests/quant_oracle.py (the rules restated apart from runtime/formats/quant_mix.c); the
-# data encoded as mkc init encodes the same floats; the metadata copied with general.file_type
-# and general.quantization_version set; the file read back and run; refusals (types that need an
-# importance matrix, requantizing without --allow-requantize, bad flags and files).
+# against tests/quant_oracle.py (the rules restated apart from runtime/formats/quant_mix.c), with
+# and without an importance matrix (--imatrix: llama-imatrix's files in tests/data, and ones
+# written here); the data fitted (not init's covering bytes; test_quantize_fit checks the fit's
+# error), weighted where the matrix has an entry; the metadata copied with general.file_type and
+# general.quantization_version set, the importance matrix recorded; the file read back and run;
+# refusals (types that need an importance matrix, a matrix of another model, requantizing
+# without --allow-requantize, bad flags and files).
 # Files are read through tests/gguf_dump.py, a parser apart from mkc's.
 source "$(dirname "$0")/lib.sh"
 dump() { python3 tests/gguf_dump.py "$1"; }
@@ -48,20 +51,25 @@ types_check() {
 }
 
 # blocks-tiny (256 columns, 2 layers, 1 KV head for 4): Q4_K_M's Q6_K layers (the last of 2),
-# its output Q6_K; the bytes init writes for the same types (its --tensor-type)
+# its output Q6_K; init's file of the same types (its --tensor-type) has the same shapes, and
+# other bytes in every matrix (its covering scales, not the fit)
 "$mkc" init --preset blocks-tiny --seed 2 -o "$tmp/blocks.gguf" >/dev/null 2>&1
 if "$mkc" quantize "$tmp/blocks.gguf" "$tmp/blocks_km.gguf" q4_k_m >"$tmp/out" 2>"$tmp/err"; then
   types_check "Q4_K_M on blocks-tiny" "$tmp/blocks_km.gguf" "$tmp/blocks.gguf" Q4_K_M
   "$mkc" init --preset blocks-tiny --seed 2 --type q4_k --tensor-type blk.1.attn_v.weight=q6_k \
     --tensor-type blk.1.ffn_down.weight=q6_k --tensor-type output.weight=q6_k -o "$tmp/blocks_init.gguf" \
     >/dev/null 2>&1
-  cmp -s <(dump "$tmp/blocks_km.gguf" | grep '^tensor' | sort) <(dump "$tmp/blocks_init.gguf" | grep '^tensor' | sort) \
-    && ok "Q4_K_M on blocks-tiny: the bytes init writes for those types" \
-    || fail "Q4_K_M on blocks-tiny: the bytes" "$(diff <(dump "$tmp/blocks_km.gguf" | grep '^tensor' | sort) \
-      <(dump "$tmp/blocks_init.gguf" | grep '^tensor' | sort) | head -6)"
+  dump "$tmp/blocks_km.gguf" | grep '^tensor' | sort >"$tmp/q"
+  dump "$tmp/blocks_init.gguf" | grep '^tensor' | sort >"$tmp/i"
+  same_shapes=$(cmp -s <(cut -d' ' -f1-4 "$tmp/q") <(cut -d' ' -f1-4 "$tmp/i") && echo 1)
+  other=$(paste -d' ' "$tmp/q" "$tmp/i" | awk '$3 != 30 && $5 != $10' | wc -l)
+  [ "$same_shapes" = 1 ] && [ "$other" -eq 16 ] \
+    && ok "Q4_K_M on blocks-tiny: init's types and shapes; each of the 16 matrices fitted, not init's bytes" \
+    || fail "Q4_K_M on blocks-tiny: the bytes" "same shapes: $same_shapes, matrices unlike init's: $other" \
+      "$(paste -d' ' "$tmp/q" "$tmp/i" | head -4)"
   a=$("$mkc" run -m "$tmp/blocks_km.gguf" --prompt-ids 3,1,4,1,5 -n 8 --backend cpu 2>"$tmp/err_a")
-  b=$("$mkc" run -m "$tmp/blocks_init.gguf" --prompt-ids 3,1,4,1,5 -n 8 --backend cpu 2>"$tmp/err_b")
-  [ -n "$a" ] && [ "$a" = "$b" ] && ok "Q4_K_M on blocks-tiny: runs, the tokens of init's file ($a)" \
+  b=$("$mkc" run -m "$tmp/blocks_km.gguf" --prompt-ids 3,1,4,1,5 -n 8 --backend ref 2>"$tmp/err_b")
+  [ -n "$a" ] && [ "$a" = "$b" ] && ok "Q4_K_M on blocks-tiny: runs, the reference's tokens ($a)" \
     || fail "Q4_K_M on blocks-tiny: runs" "$a / $b" "$(tail -n 2 "$tmp/err_a")"
 else
   fail "quantize blocks-tiny Q4_K_M" "$(cat "$tmp/err")"
@@ -85,6 +93,70 @@ fi
 "$mkc" quantize --leave-output-tensor "$tmp/blocks.gguf" "$tmp/blocks_l.gguf" Q4_K_M >/dev/null 2>&1 \
   && types_check "--leave-output-tensor" "$tmp/blocks_l.gguf" "$tmp/blocks.gguf" Q4_K_M --leave-output-tensor \
   || fail "--leave-output-tensor"
+
+# --imatrix: llama-imatrix's files for blocks-tiny (tools/quant_ggml_fixture.sh), GGUF and .dat.
+# Q4_K_M weighted: the oracle's types; the 14 matrices with an entry other bytes than unweighted,
+# token_embd and output (no entry) the same bytes, said so; both formats the same bytes; the
+# metadata llama-quantize records
+im=tests/data/imatrix_blocks_tiny
+"$mkc" quantize --imatrix "$im.gguf" "$tmp/blocks.gguf" "$tmp/blocks_im.gguf" q4_k_m >/dev/null 2>"$tmp/err_g"
+"$mkc" quantize --imatrix "$im.dat" "$tmp/blocks.gguf" "$tmp/blocks_id.gguf" q4_k_m >/dev/null 2>"$tmp/err_d"
+if [ -s "$tmp/blocks_im.gguf" ] && [ -s "$tmp/blocks_id.gguf" ]; then
+  types_check "Q4_K_M with --imatrix" "$tmp/blocks_im.gguf" "$tmp/blocks.gguf" Q4_K_M --imatrix
+  dump "$tmp/blocks_im.gguf" | grep '^tensor' | sort >"$tmp/w"
+  other=$(paste -d' ' "$tmp/w" "$tmp/q" | awk '$2 ~ /^blk/ && $3 != 30 && $5 != $10' | wc -l)
+  same=$(paste -d' ' "$tmp/w" "$tmp/q" | awk '$2 !~ /^blk/ && $5 == $10' | wc -l)
+  [ "$other" -eq 14 ] && [ "$same" -eq 3 ] \
+    && grep -q '^mkc: quantize: output.weight: no importance matrix entry; unweighted$' "$tmp/err_g" \
+    && ok "--imatrix: the 14 matrices with an entry weighted; output, token_embd (said) and the norm as unweighted" \
+    || fail "--imatrix: weighted matrices" "other: $other, same: $same" "$(head -n 4 "$tmp/err_g")"
+  cmp -s <(dump "$tmp/blocks_im.gguf" | grep '^tensor') <(dump "$tmp/blocks_id.gguf" | grep '^tensor') \
+    && ok "--imatrix: the GGUF and the .dat, the same bytes" || fail "--imatrix: the two formats' bytes"
+  dump "$tmp/blocks_im.gguf" | grep '^kv quantize.imatrix' >"$tmp/kv"
+  printf '%s\n' "kv quantize.imatrix.file $im.gguf" "kv quantize.imatrix.dataset README.md" \
+    "kv quantize.imatrix.entries_count 14" "kv quantize.imatrix.chunks_count 4" >"$tmp/kv_want"
+  cmp -s "$tmp/kv" "$tmp/kv_want" && ok "--imatrix: file, dataset, entries and chunks in the metadata" \
+    || fail "--imatrix: the metadata" "$(diff "$tmp/kv" "$tmp/kv_want")"
+  grep -q "^mkc: quantize: $im.gguf: 14 importance matrix entries (14 kept) from README.md, 4 chunks$" "$tmp/err_g" \
+    && ok "--imatrix: what it read is said" || fail "--imatrix: what it read" "$(head -n 2 "$tmp/err_g")"
+else
+  fail "quantize --imatrix" "$(tail -n 3 "$tmp/err_g")" "$(tail -n 3 "$tmp/err_d")"
+fi
+# the mixes an importance matrix changes or allows, on 8 layers of 256 columns (the first
+# eighth's rules) with an importance matrix written here in the .dat format (its entries' means
+# 1 + column / 256); Q4_0 and IQ4_XS also without one
+cp graphs/llama.lua "$tmp/mix.lua"
+cat >>"$tmp/mix.lua" <<'LUA'
+preset "mix8" {
+  dim = 256, n_layers = 8, n_heads = 4, n_kv_heads = 1, head_dim = 64, ffn = 256,
+  vocab = 300, rope_theta = 10000, rope_layout = "neox", norm_eps = 1e-5,
+  tied = false, max_ctx = 256, qkv_bias = false, qk_norm = false,
+  rope_scaling = "none", sliding_window = "none", linear_attention = "none",
+}
+LUA
+"$mkc" init "$tmp/mix.lua" --preset mix8 --seed 3 -o "$tmp/mix8.gguf" >/dev/null 2>&1
+python3 - "$tmp/mix8.dat" <<'PY'
+import struct, sys
+names = [f"blk.{l}.{m}.weight" for l in range(8)
+         for m in ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down")]
+with open(sys.argv[1], "wb") as f:
+    f.write(struct.pack("<i", len(names)))
+    for n in names:
+        f.write(struct.pack("<i", len(n)) + n.encode() + struct.pack("<ii", 1, 256))
+        f.write(struct.pack("<256f", *[1 + c / 256 for c in range(256)]))
+PY
+for t in IQ2_XXS IQ2_M IQ1_S IQ3_XXS IQ3_XS Q2_K_S Q4_0 IQ4_XS; do
+  if "$mkc" quantize --imatrix "$tmp/mix8.dat" "$tmp/mix8.gguf" "$tmp/mix8_q.gguf" "$t" >/dev/null 2>"$tmp/err"; then
+    types_check "$t with --imatrix, 8 layers" "$tmp/mix8_q.gguf" "$tmp/mix8.gguf" "$t" --imatrix
+  else
+    fail "quantize 8 layers $t --imatrix" "$(tail -n 2 "$tmp/err")"
+  fi
+done
+for t in Q4_0 IQ4_XS; do
+  "$mkc" quantize "$tmp/mix8.gguf" "$tmp/mix8_q.gguf" "$t" >/dev/null 2>&1 \
+    && types_check "$t without, 8 layers" "$tmp/mix8_q.gguf" "$tmp/mix8.gguf" "$t" \
+    || fail "quantize 8 layers $t"
+done
 
 # SmolLM2 (test data, Q4_1): 30 layers of 576 columns, a tied output: requantized to Q4_K_M,
 # most matrices fall back (Q4_K to Q5_0, Q6_K to Q8_0) and ffn_down (1536 columns) keeps Q4_K
@@ -114,11 +186,27 @@ types="F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_
 expect_error "a type llama-quantize does not make" \
   "mkc: error: quantize: 'Q7_K' is not a type llama-quantize makes ($ftypes)" -- quantize "$tmp/tiny.gguf" "$tmp/x.gguf" Q7_K
 expect_error "a mix that needs an importance matrix" \
-  "mkc: error: quantize: IQ2_XS needs an importance matrix (llama-quantize --imatrix), which mkc does not compute" \
+  "mkc: error: quantize: IQ2_XS needs an importance matrix: --imatrix FILE (llama-imatrix writes one)" \
   -- quantize "$tmp/blocks.gguf" "$tmp/x.gguf" IQ2_XS
 expect_error "a matrix given a type that needs one" \
-  "mkc: error: quantize: blk.0.attn_q.weight in IQ2_XXS needs an importance matrix (llama-quantize --imatrix), which mkc does not compute" \
+  "mkc: error: quantize: blk.0.attn_q.weight in IQ2_XXS, a very low-bit type, needs an importance matrix, and no --imatrix was given" \
   -- quantize --tensor-type 'attn_q=iq2_xxs' "$tmp/blocks.gguf" "$tmp/x.gguf" Q4_K_M
+expect_error "a matrix the importance matrix leaves out" \
+  "mkc: error: quantize: blk.0.attn_q.weight in IQ2_XXS, a very low-bit type, needs an importance matrix, and the --imatrix file has no entry for it" \
+  -- quantize --imatrix "$im.gguf" --exclude-weights attn_q "$tmp/blocks.gguf" "$tmp/x.gguf" IQ2_XXS
+expect_error "another model's importance matrix" \
+  "mkc: error: quantize: blk.0.attn_k.weight: the importance matrix has 256 values, and the tensor 64 columns (by experts): the matrix is another model's" \
+  -- quantize --imatrix "$im.dat" "$tmp/tiny.gguf" "$tmp/x.gguf" Q4_0
+printf 'not an imatrix' >"$tmp/bad.dat"
+expect_error "not an importance matrix" \
+  "mkc: error: $tmp/bad.dat: not an importance matrix (neither GGUF nor llama-imatrix's .dat): 544501614 entries cannot fit in 14 bytes" \
+  -- quantize --imatrix "$tmp/bad.dat" "$tmp/blocks.gguf" "$tmp/x.gguf" Q4_K_M
+expect_error "--include-weights with --exclude-weights" \
+  "mkc: error: quantize: --include-weights and --exclude-weights cannot be used together" \
+  -- quantize --imatrix "$im.dat" --include-weights ffn --exclude-weights attn "$tmp/blocks.gguf" "$tmp/x.gguf" Q4_K_M
+expect_error "--include-weights without --imatrix" \
+  "mkc: error: quantize: --include-weights: without --imatrix there are no entries to choose from" \
+  -- quantize --include-weights ffn "$tmp/blocks.gguf" "$tmp/x.gguf" Q4_K_M
 expect_error "--tensor-type without a type" \
   "mkc: error: quantize: --tensor-type: expected PATTERN=TYPE, got 'attn_q'" \
   -- quantize --tensor-type attn_q "$tmp/blocks.gguf" "$tmp/x.gguf" Q4_K_M

@@ -13,6 +13,7 @@
 #include "commands.h"
 #include "formats/dequant.h"
 #include "formats/gguf.h"
+#include "formats/imatrix.h"
 #include "formats/quant_mix.h"
 #include "formats/quantize.h"
 
@@ -25,14 +26,14 @@ static const char USAGE[] =
     "last eighths of the layers and every third between, the output Q6_K, ...),\n"
     "norms and vectors as they are. A row that is not whole blocks of its type\n"
     "falls back as llama.cpp's does (Q4_K to Q5_0, Q6_K to Q8_0, ...). The types\n"
-    "are llama-quantize's; the values are mkc's quantizers' (init --type's): no\n"
-    "importance matrix, and the K and IQ types without llama.cpp's search for the\n"
-    "best scales, so a larger error than llama-quantize's for the same types.\n"
+    "are llama-quantize's; the values mkc's: each block's scales fitted for the\n"
+    "least squared error, weighted by the importance matrix where one is given.\n"
     "  TYPE                   Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K_S, Q3_K_M,\n"
     "                         Q3_K_L, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M, Q6_K, IQ4_NL,\n"
     "                         IQ4_XS, IQ3_S, IQ3_M, F16, BF16 or F32, any case (Q3_K,\n"
-    "                         Q4_K, Q5_K: the _M mixes); the IQ1, IQ2, IQ3_XS,\n"
-    "                         IQ3_XXS and Q2_K_S mixes need an importance matrix\n"
+    "                         Q4_K, Q5_K: the _M mixes), and with --imatrix\n"
+    "                         IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ2_M, IQ3_XXS,\n"
+    "                         IQ3_XS and Q2_K_S\n"
     "  THREADS                threads that encode (default: every core)\n"
     "  --allow-requantize     a matrix already quantized is decoded and encoded\n"
     "                         again (without it, refused: each pass adds error)\n"
@@ -43,6 +44,12 @@ static const char USAGE[] =
     "  --tensor-type PATTERN=T    each matrix whose name PATTERN matches (an\n"
     "                         extended regular expression, the first that matches)\n"
     "                         in type T; repeatable\n"
+    "  --imatrix FILE         llama-imatrix's importance matrix (GGUF or .dat): each\n"
+    "                         matrix's error weighted by the inputs its columns\n"
+    "                         meet; some mixes' rules change with it, as llama.cpp's\n"
+    "  --include-weights NAME     use the matrix's entries only for tensors whose\n"
+    "                         names contain NAME; repeatable\n"
+    "  --exclude-weights NAME     not for tensors whose names contain NAME\n"
     "  --dry-run              the types and sizes, without writing OUT\n";
 
 #define MAX_OVERRIDES 64
@@ -53,11 +60,14 @@ typedef struct override {
 } override;
 
 typedef struct options {
-  const char *in, *out;
+  const char *in, *out, *imatrix;
   const mkc_quant_ftype *ft;
   int threads, requantize, dry_run;
   override ov[MAX_OVERRIDES];
   int n_ov;
+  const char *names[MAX_OVERRIDES]; /* --include-weights or --exclude-weights */
+  int n_names, include, exclude;
+  mkc_imatrix im;
 } options;
 
 /* A tensor type by its name (q4_k, Q8_0, f16, ...; any case), or MKC_QUANT_NO_TYPE. */
@@ -97,7 +107,9 @@ static int parse(int argc, char **argv, options *o, mkc_quant_mix *m) {
   for (int i = 2; i < argc && !rc; i++) {
     const char *a = argv[i];
     int has_value = strcmp(a, "--output-tensor-type") == 0 ||
-                    strcmp(a, "--token-embedding-type") == 0 || strcmp(a, "--tensor-type") == 0;
+                    strcmp(a, "--token-embedding-type") == 0 || strcmp(a, "--tensor-type") == 0 ||
+                    strcmp(a, "--imatrix") == 0 || strcmp(a, "--include-weights") == 0 ||
+                    strcmp(a, "--exclude-weights") == 0;
     if (has_value && i + 1 >= argc) return usage("quantize: %s needs a value", a);
     const char *v = has_value ? argv[++i] : NULL;
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -115,7 +127,16 @@ static int parse(int argc, char **argv, options *o, mkc_quant_mix *m) {
       m->output_type = type_arg(a, v, &rc);
     else if (strcmp(a, "--token-embedding-type") == 0)
       m->embd_type = type_arg(a, v, &rc);
-    else if (strcmp(a, "--tensor-type") == 0) {
+    else if (strcmp(a, "--imatrix") == 0)
+      o->imatrix = v;
+    else if (strcmp(a, "--include-weights") == 0 || strcmp(a, "--exclude-weights") == 0) {
+      if (o->n_names == MAX_OVERRIDES) return usage("quantize: %s: more than 64", a);
+      o->names[o->n_names++] = v;
+      a[2] == 'i' ? (o->include = 1) : (o->exclude = 1);
+      if (o->include && o->exclude)
+        return usage("%s", "quantize: --include-weights and --exclude-weights cannot be used "
+                           "together");
+    } else if (strcmp(a, "--tensor-type") == 0) {
       const char *eq = strrchr(v, '=');
       if (!eq || eq == v || !eq[1])
         return usage("quantize: --tensor-type: expected PATTERN=TYPE, got '%s'", v);
@@ -136,6 +157,9 @@ static int parse(int argc, char **argv, options *o, mkc_quant_mix *m) {
   }
   if (rc) return rc;
   if (n_pos < 3) return usage("%s", "quantize: IN.gguf, OUT.gguf and TYPE are required");
+  if (o->n_names && !o->imatrix)
+    return usage("quantize: %s: without --imatrix there are no entries to choose from",
+                 o->include ? "--include-weights" : "--exclude-weights");
   o->in = pos[0];
   o->out = pos[1];
   if (!(o->ft = mkc_quant_ftype_named(pos[2]))) {
@@ -178,13 +202,15 @@ static int by_order(const void *a, const void *b) {
 static const char *type_name(uint32_t t) { return mkc_ggml_type(t)->name; }
 
 /* The writer's metadata: IN's, with general.file_type and general.quantization_version set and
- * a split file's keys left out. */
-static int copy_metadata(const mkc_gguf *f, int ftype, mkc_gguf_writer *w) {
+ * a split file's keys left out (and an earlier importance matrix's, where imatrix_metadata
+ * writes this one's). */
+static int copy_metadata(const mkc_gguf *f, int ftype, int new_imatrix, mkc_gguf_writer *w) {
   int have_ft = 0, have_qv = 0;
   for (uint64_t k = 0; k < f->n_kv; k++) {
     const mkc_gguf_kv *kv = &f->kv[k];
     int rc;
     if (strncmp(kv->key, "split.", 6) == 0) continue;
+    if (new_imatrix && strncmp(kv->key, "quantize.imatrix.", 17) == 0) continue;
     if (strcmp(kv->key, "general.file_type") == 0)
       have_ft = 1, rc = mkc_gguf_set_u32(w, kv->key, (uint32_t)ftype);
     else if (strcmp(kv->key, "general.quantization_version") == 0)
@@ -195,6 +221,23 @@ static int copy_metadata(const mkc_gguf *f, int ftype, mkc_gguf_writer *w) {
   }
   if (!have_qv && mkc_gguf_set_u32(w, "general.quantization_version", 2)) return -1;
   if (!have_ft && mkc_gguf_set_u32(w, "general.file_type", (uint32_t)ftype)) return -1;
+  return 0;
+}
+
+/* The importance values tensor t takes: its columns times its slices (the experts: a part of
+ * the matrix each). */
+static uint64_t imatrix_size(const mkc_gguf_tensor *t) { return t->n_elems / (uint64_t)t->ne[1]; }
+
+/* Whether the importance matrix's entry for t, if any, has its size. Not: false after
+ * llama.cpp's error, but for token_embd, which it quantizes unweighted, as llama.cpp does. */
+static int imatrix_fits(const options *o, const mkc_gguf_tensor *t) {
+  const mkc_imatrix_entry *e = mkc_imatrix_find(&o->im, t->name);
+  uint64_t want = imatrix_size(t);
+  if (!e || e->n == want || strcmp(t->name, "token_embd.weight") == 0) return 1;
+  fprintf(stderr,
+          "mkc: error: quantize: %s: the importance matrix has %zu values, and the tensor %llu "
+          "columns (by experts): the matrix is another model's\n",
+          t->name, e->n, (unsigned long long)want);
   return 0;
 }
 
@@ -213,16 +256,20 @@ static uint32_t decide(const options *o, mkc_quant_mix *m, const mkc_gguf_tensor
             "mkc: error: quantize: %s: its %lld columns are not whole blocks of %s, and "
             "llama.cpp's quantize has no type to fall back to\n",
             t->name, (long long)t->ne[0], type_name(*fell));
-  else if (mkc_quant_needs_imatrix(m, t->name, type))
+  else if (type != t->type && mkc_quant_needs_imatrix(m, t->name, type) &&
+           !mkc_imatrix_find(&o->im, t->name))
     fprintf(stderr,
-            "mkc: error: quantize: %s in %s needs an importance matrix (llama-quantize "
-            "--imatrix), which mkc does not compute\n",
-            t->name, type_name(type));
+            "mkc: error: quantize: %s in %s, a very low-bit type, needs an importance matrix, "
+            "and %s\n",
+            t->name, type_name(type),
+            o->imatrix ? "the --imatrix file has no entry for it" : "no --imatrix was given");
   else if (type != t->type && t->ne[0] % mkc_ggml_type(type)->block != 0)
     fprintf(stderr,
             "mkc: error: quantize: %s: its %lld columns are not whole blocks of %s, the type "
             "a flag gives it\n",
             t->name, (long long)t->ne[0], type_name(type));
+  else if (type != t->type && !imatrix_fits(o, t))
+    ; /* said */
   else if (type != t->type && !is_float && !o->requantize)
     fprintf(stderr,
             "mkc: error: quantize: %s is %s already: quantizing it again adds error "
@@ -233,24 +280,58 @@ static uint32_t decide(const options *o, mkc_quant_mix *m, const mkc_gguf_tensor
   return MKC_QUANT_NO_TYPE;
 }
 
+/* The importance matrix's values for tensor t (NULL: none, said on stderr as llama-quantize
+ * says it; or a size imatrix_fits let pass: token_embd's). */
+static const float *importance(const options *o, const mkc_gguf_tensor *t, uint32_t type) {
+  if (!o->imatrix || type == t->type || !mkc_quantize_has_fit(type)) return NULL;
+  const mkc_imatrix_entry *e = mkc_imatrix_find(&o->im, t->name);
+  if (e && e->n == imatrix_size(t)) return e->values;
+  fprintf(stderr, "mkc: quantize: %s: %s; unweighted\n", t->name,
+          e ? "the importance matrix's entry is not its size" : "no importance matrix entry");
+  return NULL;
+}
+
 /* Tensor t in type (its own: as it is), encoded into *owned, added to w. 0, or 1 after a
  * message. */
 static int encode(const options *o, const mkc_gguf_tensor *t, uint32_t type, mkc_gguf_writer *w,
                   void **owned, uint64_t bytes) {
   if (type == t->type) return mkc_gguf_add_raw(w, t->name, t->type, t->n_dims, t->ne, t->data) != 0;
+  const float *imp = importance(o, t, type);
   float *x = malloc((size_t)t->n_elems * sizeof *x);
   *owned = malloc(bytes ? bytes : 1);
   int rc = 1;
+  /* a slice a expert: each its own part of the importance matrix */
+  size_t cols = (size_t)t->ne[0], rows = (size_t)t->ne[1],
+         slices = (size_t)t->n_elems / cols / rows;
+  size_t slice_bytes = (size_t)bytes / slices;
   if (!x || !*owned)
     fprintf(stderr, "mkc: error: quantize: %s: out of memory\n", t->name);
   else if (mkc_dequant_f32(t->type, t->data, (size_t)t->n_elems, x) != 0)
     fprintf(stderr, "mkc: error: quantize: %s: mkc cannot read %s\n", t->name, type_name(t->type));
-  else if (mkc_quantize_parallel(type, x, (size_t)t->n_elems, *owned, o->threads) != 0)
-    fprintf(stderr, "mkc: error: quantize: %s: mkc cannot write %s\n", t->name, type_name(type));
-  else
-    rc = mkc_gguf_add_raw(w, t->name, type, t->n_dims, t->ne, *owned) != 0;
+  else {
+    rc = 0;
+    for (size_t e = 0; e < slices && !rc; e++)
+      rc = mkc_quantize_fit(type, x + e * rows * cols, rows, cols, imp ? imp + e * cols : NULL,
+                            (uint8_t *)*owned + e * slice_bytes, o->threads) != 0;
+    if (rc)
+      fprintf(stderr, "mkc: error: quantize: %s: mkc cannot write %s\n", t->name, type_name(type));
+    else
+      rc = mkc_gguf_add_raw(w, t->name, type, t->n_dims, t->ne, *owned) != 0;
+  }
   free(x);
   return rc;
+}
+
+/* llama-quantize's record of the importance matrix in the output's metadata. */
+static int imatrix_metadata(const options *o, mkc_gguf_writer *w) {
+  if (!o->im.n) return 0;
+  uint32_t entries = (uint32_t)o->im.n, chunks = (uint32_t)o->im.chunks;
+  if (mkc_gguf_set_str(w, "quantize.imatrix.file", o->imatrix) ||
+      (o->im.dataset && mkc_gguf_set_str(w, "quantize.imatrix.dataset", o->im.dataset)) ||
+      mkc_gguf_set_u32(w, "quantize.imatrix.entries_count", entries) ||
+      (chunks && mkc_gguf_set_u32(w, "quantize.imatrix.chunks_count", chunks)))
+    return -1;
+  return 0;
 }
 
 int mkc_cmd_quantize(int argc, char **argv) {
@@ -258,17 +339,27 @@ int mkc_cmd_quantize(int argc, char **argv) {
   mkc_quant_mix m = {
       .quantize_output = 1, .output_type = MKC_QUANT_NO_TYPE, .embd_type = MKC_QUANT_NO_TYPE};
   int rc = parse(argc, argv, &o, &m);
+  size_t loaded = 0; /* the importance matrix's entries before --include/--exclude-weights */
   if (rc) {
     free_overrides(&o);
     return rc == MKC_CLI_HELP ? 0 : rc;
   }
-  if (o.ft->imatrix) {
+  if (o.ft->imatrix && !o.imatrix) {
     fprintf(stderr,
-            "mkc: error: quantize: %s needs an importance matrix (llama-quantize "
-            "--imatrix), which mkc does not compute\n",
+            "mkc: error: quantize: %s needs an importance matrix: --imatrix FILE (llama-imatrix "
+            "writes one)\n",
             o.ft->name);
     free_overrides(&o);
     return 1;
+  }
+  if (o.imatrix) {
+    if (mkc_imatrix_load(o.imatrix, &o.im) != 0) {
+      free_overrides(&o);
+      return 1;
+    }
+    loaded = o.im.n;
+    if (o.n_names) mkc_imatrix_filter(&o.im, o.names, o.n_names, o.include);
+    m.has_imatrix = o.im.n > 0;
   }
   if (!o.threads) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -306,10 +397,16 @@ int mkc_cmd_quantize(int argc, char **argv) {
   }
   sort_file = f;
   qsort(order, f->n_tensors, sizeof *order, by_order);
-  if (!o.dry_run && copy_metadata(f, o.ft->ftype, w) != 0) goto done;
+  if (!o.dry_run &&
+      (copy_metadata(f, o.ft->ftype, o.im.n > 0, w) != 0 || imatrix_metadata(&o, w) != 0))
+    goto done;
   for (uint64_t k = 0; k < f->n_tensors; k++)
     if ((types[k] = decide(&o, &m, &f->tensors[order[k]], &fell[k])) == MKC_QUANT_NO_TYPE)
       goto done;
+  if (o.imatrix)
+    fprintf(stderr, "mkc: quantize: %s: %zu importance matrix entries (%zu kept)%s%s, %d chunks\n",
+            o.imatrix, loaded, o.im.n, o.im.dataset ? " from " : "",
+            o.im.dataset ? o.im.dataset : "", o.im.chunks);
   uint64_t size_in = 0, size_out = 0, elems = 0;
   for (uint64_t k = 0; k < f->n_tensors; k++) {
     const mkc_gguf_tensor *t = &f->tensors[order[k]];
@@ -350,5 +447,6 @@ done:
   mkc_gguf_writer_free(w);
   mkc_gguf_close(f);
   free_overrides(&o);
+  mkc_imatrix_free(&o.im);
   return rc;
 }

@@ -42,8 +42,8 @@ enum {
   FT_BF16 = 32,
 };
 
-/* llama-quantize's names; Q3_K, Q4_K and Q5_K are its aliases of the _M mixes. The ones that
- * need an importance matrix are listed so that asking for them says why they are refused. */
+/* llama-quantize's names; Q3_K, Q4_K and Q5_K are its aliases of the _M mixes. The last field:
+ * llama-quantize refuses the mix without an importance matrix. */
 static const mkc_quant_ftype FTYPES[] = {
     {"Q4_0", FT_Q4_0, MKC_GGML_Q4_0, 0},       {"Q4_1", FT_Q4_1, MKC_GGML_Q4_1, 0},
     {"Q5_0", FT_Q5_0, MKC_GGML_Q5_0, 0},       {"Q5_1", FT_Q5_1, MKC_GGML_Q5_1, 0},
@@ -181,6 +181,34 @@ static int ffn_layer(const mkc_quant_mix *m, int counted, const char *name) {
   return counted;
 }
 
+/* The IQ1 and IQ2 mixes, which share their own branch of the rules. */
+static int lowest_bits(int ft) {
+  return ft == FT_IQ2_XXS || ft == FT_IQ2_XS || ft == FT_IQ1_S || ft == FT_IQ2_S ||
+         ft == FT_IQ2_M || ft == FT_IQ1_M;
+}
+
+/* The IQ1 and IQ2 mixes' type for a matrix of kind k (their branch of the rules). */
+static uint32_t mix_lowest(mkc_quant_mix *m, enum kind k, const char *name, uint32_t type) {
+  int ft = m->ft->ftype, s_or_m = ft == FT_IQ2_S || ft == FT_IQ2_M;
+  if (v_like(k)) {
+    m->i_attn_v++;
+    if (m->n_gqa >= 4 || m->n_expert >= 4) return MKC_GGML_Q4_K;
+    return s_or_m ? MKC_GGML_IQ3_S : MKC_GGML_Q2_K;
+  }
+  if (k == ATTN_K && m->n_expert == 8) return MKC_GGML_Q4_K;
+  if (k == FFN_DOWN) {
+    int i = ffn_layer(m, m->i_ffn_down++, name);
+    if (i < m->n_layer / 8) return s_or_m ? MKC_GGML_IQ3_S : MKC_GGML_Q2_K;
+    return type;
+  }
+  if (k == ATTN_OUTPUT) {
+    if (m->n_expert == 8) return MKC_GGML_Q5_K;
+    if (ft == FT_IQ1_S || ft == FT_IQ1_M) return MKC_GGML_IQ2_XXS;
+    if (s_or_m) return MKC_GGML_IQ3_S;
+  }
+  return type;
+}
+
 /* The mix's type for a quantized matrix of kind k (type: the file type's base). */
 static uint32_t mix(mkc_quant_mix *m, enum kind k, const char *name, int64_t cols, uint32_t type) {
   int ft = m->ft->ftype, n = m->n_layer;
@@ -188,14 +216,25 @@ static uint32_t mix(mkc_quant_mix *m, enum kind k, const char *name, int64_t col
     if (m->output_type != MKC_QUANT_NO_TYPE) return m->output_type;
     const mkc_ggml_type_info *t = mkc_ggml_type(type);
     if (cols % t->block != 0) return MKC_GGML_Q8_0;
+    if (lowest_bits(ft) || ft == FT_IQ3_XXS) return MKC_GGML_Q5_K;
     return type == MKC_GGML_Q8_0 ? type : MKC_GGML_Q6_K;
   }
-  if (k == TOKEN_EMBD) return type; /* only the IQ1 and IQ2 mixes, refused, change it */
+  if (k == TOKEN_EMBD) {
+    if (ft == FT_IQ2_XXS || ft == FT_IQ2_XS || ft == FT_IQ1_S || ft == FT_IQ1_M)
+      return MKC_GGML_Q2_K;
+    if (ft == FT_IQ2_S || ft == FT_IQ2_M || ft == FT_IQ3_XXS) return MKC_GGML_IQ3_S;
+    return type;
+  }
+  if (lowest_bits(ft)) return mix_lowest(m, k, name, type);
   if (v_like(k)) {
     int i = m->i_attn_v++;
     if (ft == FT_Q2_K)
       type = m->n_gqa >= 4 ? MKC_GGML_Q4_K : MKC_GGML_Q3_K;
-    else if (ft == FT_IQ3_S && m->n_gqa >= 4)
+    else if (ft == FT_Q2_K_S && m->n_gqa >= 4)
+      type = MKC_GGML_Q4_K;
+    else if (ft == FT_IQ3_XXS)
+      type = m->n_gqa >= 4 ? MKC_GGML_Q4_K : !m->has_imatrix ? MKC_GGML_IQ3_S : MKC_GGML_IQ3_XXS;
+    else if ((ft == FT_IQ3_XS || ft == FT_IQ3_S) && m->n_gqa >= 4)
       type = MKC_GGML_Q4_K;
     else if (ft == FT_IQ3_M)
       type = MKC_GGML_Q4_K;
@@ -213,36 +252,47 @@ static uint32_t mix(mkc_quant_mix *m, enum kind k, const char *name, int64_t col
     if (m->n_expert == 8) type = MKC_GGML_Q8_0;
     return type;
   }
-  if (k == ATTN_K) return m->n_expert == 8 ? MKC_GGML_Q8_0 : type;
-  if (k == ATTN_Q) return type;
+  if (k == ATTN_K || k == ATTN_Q) {
+    if (k == ATTN_K && m->n_expert == 8) return MKC_GGML_Q8_0;
+    if (ft == FT_IQ3_XS) return MKC_GGML_IQ3_XXS;
+    if (ft == FT_IQ3_XXS) return MKC_GGML_IQ2_S;
+    return type;
+  }
   if (k == FFN_DOWN) {
     int i = ffn_layer(m, m->i_ffn_down++, name);
     if (ft == FT_Q2_K) return MKC_GGML_Q3_K;
+    if (ft == FT_Q2_K_S) return i < n / 8 ? MKC_GGML_Q4_K : type;
+    if (ft == FT_IQ3_XXS && !m->has_imatrix) return i < n / 8 ? MKC_GGML_Q4_K : MKC_GGML_Q3_K;
     if (ft == FT_Q3_K_M) return i < n / 16 ? MKC_GGML_Q5_K : MKC_GGML_Q4_K;
     if (ft == FT_IQ3_M && (i < n / 8 || (m->n_expert == 8 && more_bits(i, n))))
       return MKC_GGML_Q4_K;
     if (ft == FT_Q3_K_L) return MKC_GGML_Q5_K;
     if (ft == FT_Q4_K_M) return more_bits(i, n) ? MKC_GGML_Q6_K : type;
-    if (i < n / 8 && (ft == FT_IQ4_NL || ft == FT_IQ4_XS)) return MKC_GGML_Q5_K;
+    if (i < n / 8 && (ft == FT_IQ4_NL || ft == FT_IQ4_XS) && !m->has_imatrix) return MKC_GGML_Q5_K;
     if (ft == FT_Q5_K_M && more_bits(i, n)) return MKC_GGML_Q6_K;
     if (ft == FT_Q4_K_S && i < n / 8) return MKC_GGML_Q5_K;
+    /* with an importance matrix, llama.cpp's guard for the first layers' ffn_down */
+    if ((ft == FT_Q4_0 || ft == FT_Q5_0) && m->has_imatrix && i < n / 8)
+      return ft == FT_Q4_0 ? MKC_GGML_Q4_1 : MKC_GGML_Q5_1;
     return type;
   }
   if (k == ATTN_OUTPUT) {
     if (m->n_expert == 8)
-      return ft == FT_Q2_K || ft == FT_Q3_K_S || ft == FT_Q3_K_M || ft == FT_IQ4_NL ||
-                     ft == FT_Q4_K_S || ft == FT_Q4_K_M || ft == FT_IQ3_S || ft == FT_IQ3_M ||
-                     ft == FT_IQ4_XS
+      return ft == FT_Q2_K || ft == FT_IQ3_XS || ft == FT_IQ3_XXS || ft == FT_Q3_K_S ||
+                     ft == FT_Q3_K_M || ft == FT_IQ4_NL || ft == FT_Q4_K_S || ft == FT_Q4_K_M ||
+                     ft == FT_IQ3_S || ft == FT_IQ3_M || ft == FT_IQ4_XS
                  ? MKC_GGML_Q5_K
                  : type;
     if (ft == FT_Q2_K) return MKC_GGML_Q3_K;
+    if (ft == FT_IQ3_XXS) return MKC_GGML_IQ3_S;
     if (ft == FT_Q3_K_M || ft == FT_IQ3_M) return MKC_GGML_Q4_K;
     if (ft == FT_Q3_K_L) return MKC_GGML_Q5_K;
     return type;
   }
-  /* the gate and up rules are IQ3_XS's (refused); their counts go on all the same */
-  if (k == FFN_GATE) m->i_ffn_gate++;
-  if (k == FFN_UP) m->i_ffn_up++;
+  if (k == FFN_GATE || k == FFN_UP) { /* IQ3_XS's middle layers */
+    int i = ffn_layer(m, k == FFN_GATE ? m->i_ffn_gate++ : m->i_ffn_up++, name);
+    if (ft == FT_IQ3_XS && i >= n / 8 && i < 7 * n / 8) return MKC_GGML_IQ3_XXS;
+  }
   return type;
 }
 

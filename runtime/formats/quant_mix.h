@@ -38,6 +38,7 @@ typedef struct mkc_quant_mix {
   int quantize_output;  /* 0: --leave-output-tensor */
   uint32_t output_type; /* --output-tensor-type, or MKC_QUANT_NO_TYPE */
   uint32_t embd_type;   /* --token-embedding-type, or MKC_QUANT_NO_TYPE */
+  int has_imatrix;      /* an importance matrix was given (some rules read it) */
   int n_attn_v, i_attn_v, i_ffn_down, i_ffn_gate, i_ffn_up;
   int n_fallback;
 } mkc_quant_mix;

@@ -40,6 +40,7 @@
 
 #include "dequant.h"
 #include "quantize_iq.h"
+#include "quantize_pack.h"
 #include "weights.h"
 
 static void put_u16(uint8_t *p, uint16_t h) {
@@ -111,29 +112,17 @@ static void block_q8_0(const float *x, uint8_t *b) {
     b[2 + i] = (uint8_t)(int8_t)(d > 0 ? nearest(x[i] / d, -127, 127) : 0);
 }
 
-/* The codes of a block of 32 into its nibbles (element i < 16 the low nibble of
- * byte i of q, i + 16 the high one) and, with qh (5-bit codes), their fifth
- * bits (bit i of the 4 little-endian bytes at qh). */
-static void put_small(const int *code, uint8_t *qh, uint8_t *q) {
-  uint32_t h = 0;
-  for (int i = 0; i < 16; i++) q[i] = (uint8_t)((code[i] & 0xf) | (code[i + 16] & 0xf) << 4);
-  for (int i = 0; i < 32; i++) h |= (uint32_t)(code[i] >> 4 & 1) << i;
-  if (qh)
-    for (int k = 0; k < 4; k++) qh[k] = (uint8_t)(h >> 8 * k);
-}
-
 /* Q4_0 (codes -8..7) and Q5_0 (-16..15), 18 and 22 bytes per 32: f16 d, for
  * Q5_0 the fifth bits, the nibbles; x = d * (q - zero). d's sign puts the
  * value of largest magnitude at the -zero end. */
 static void zero_block(const float *x, int zero, uint8_t *b) {
   float ext, other, amax = extremes(x, 32, &ext, &other);
-  uint16_t dh = f16_up(fmaxf(amax / ((float)zero + 0.5f), other / ((float)zero - 0.5f)));
-  if (ext > 0 && dh) dh |= 0x8000;
-  float d = mkc_f16_to_float(dh);
-  int q[32];
-  for (int i = 0; i < 32; i++) q[i] = (d != 0 ? nearest(x[i] / d, -zero, zero - 1) : 0) + zero;
-  put_u16(b, dh);
-  put_small(q, zero == 16 ? b + 2 : NULL, zero == 16 ? b + 6 : b + 2);
+  mkc_qblock p;
+  p.d = f16_up(fmaxf(amax / ((float)zero + 0.5f), other / ((float)zero - 0.5f)));
+  if (ext > 0 && p.d) p.d |= 0x8000;
+  float d = mkc_f16_to_float(p.d);
+  for (int i = 0; i < 32; i++) p.code[i] = (d != 0 ? nearest(x[i] / d, -zero, zero - 1) : 0) + zero;
+  mkc_qblock_pack(zero == 16 ? MKC_GGML_Q5_0 : MKC_GGML_Q4_0, &p, b);
 }
 
 static void block_q4_0(const float *x, uint8_t *b) { zero_block(x, 8, b); }
@@ -145,27 +134,23 @@ static void block_q5_0(const float *x, uint8_t *b) { zero_block(x, 16, b); }
 static void offset_block(const float *x, int top, uint8_t *b) {
   float lo = x[0], hi = x[0];
   for (int i = 1; i < 32; i++) lo = fminf(lo, x[i]), hi = fmaxf(hi, x[i]);
-  uint16_t mh = f16_down(lo);
-  float m = mkc_f16_to_float(mh);
-  uint16_t dh = f16_up((hi - m) / (float)top);
-  float d = mkc_f16_to_float(dh);
-  int q[32];
-  for (int i = 0; i < 32; i++) q[i] = d > 0 ? nearest((x[i] - m) / d, 0, top) : 0;
-  put_u16(b, dh);
-  put_u16(b + 2, mh);
-  put_small(q, top == 31 ? b + 4 : NULL, top == 31 ? b + 8 : b + 4);
+  mkc_qblock p;
+  p.m = f16_down(lo);
+  float m = mkc_f16_to_float(p.m);
+  p.d = f16_up((hi - m) / (float)top);
+  float d = mkc_f16_to_float(p.d);
+  for (int i = 0; i < 32; i++) p.code[i] = d > 0 ? nearest((x[i] - m) / d, 0, top) : 0;
+  mkc_qblock_pack(top == 31 ? MKC_GGML_Q5_1 : MKC_GGML_Q4_1, &p, b);
 }
 
 static void block_q4_1(const float *x, uint8_t *b) { offset_block(x, 15, b); }
 static void block_q5_1(const float *x, uint8_t *b) { offset_block(x, 31, b); }
 
-/* The scales of a K block of 256 in sub-blocks of 32 with codes 0..top
- * (Q4_K: 15, Q5_K: 31): the offset dmin * mn reaches down to min(x, 0), the
- * step d * sc then reaches up to max x; d and dmin (f16) the largest of
- * those / 63, sc and mn rounded up to 6 bits. Writes d, dmin and the 12
- * bytes of sc and mn (packed as dequant.c reads them) at b; the elements'
- * codes to code[256]. */
-static void k_block(const float *x, int top, uint8_t *b, int *code) {
+/* Q4_K (codes 0..15) and Q5_K (0..31), per sub-block of 32: the offset dmin
+ * * mn reaches down to min(x, 0), the step d * sc then reaches up to max x; d
+ * and dmin (f16) the largest of those / 63, sc and mn rounded up to 6 bits;
+ * x = (d * sc) * q - dmin * mn. */
+static void k_block(const float *x, int top, uint8_t *b) {
   float lift[8], hi[8], max_lift = 0; /* lift: how far below 0 the sub-block reaches */
   for (int j = 0; j < 8; j++) {
     float lo = x[32 * j];
@@ -174,62 +159,27 @@ static void k_block(const float *x, int top, uint8_t *b, int *code) {
     lift[j] = lo < 0 ? -lo : 0;
     max_lift = fmaxf(max_lift, lift[j]);
   }
-  uint16_t dminh = f16_up(max_lift / 63);
-  float dmin = mkc_f16_to_float(dminh), need[8], max_need = 0;
-  int mn[8], sc[8];
+  mkc_qblock p;
+  p.m = f16_up(max_lift / 63);
+  float dmin = mkc_f16_to_float(p.m), need[8], max_need = 0;
   for (int j = 0; j < 8; j++) {
-    mn[j] = dmin > 0 ? at_least(lift[j] / dmin, 63) : 0;
-    need[j] = fmaxf(0, (hi[j] + dmin * (float)mn[j]) / (float)top);
+    p.mn[j] = dmin > 0 ? at_least(lift[j] / dmin, 63) : 0;
+    need[j] = fmaxf(0, (hi[j] + dmin * (float)p.mn[j]) / (float)top);
     max_need = fmaxf(max_need, need[j]);
   }
-  uint16_t dh = f16_up(max_need / 63);
-  float d = mkc_f16_to_float(dh);
-  for (int j = 0; j < 8; j++) sc[j] = d > 0 ? at_least(need[j] / d, 63) : 0;
-
-  put_u16(b, dh);
-  put_u16(b + 2, dminh);
-  uint8_t *s = b + 4;
-  for (int j = 0; j < 4; j++) {
-    s[j] = (uint8_t)(sc[j] | (sc[j + 4] >> 4) << 6);
-    s[j + 4] = (uint8_t)(mn[j] | (mn[j + 4] >> 4) << 6);
-    s[j + 8] = (uint8_t)((sc[j + 4] & 0xf) | (mn[j + 4] & 0xf) << 4);
-  }
+  p.d = f16_up(max_need / 63);
+  float d = mkc_f16_to_float(p.d);
+  for (int j = 0; j < 8; j++) p.sc[j] = d > 0 ? at_least(need[j] / d, 63) : 0;
   for (int j = 0; j < 8; j++) {
-    float step = d * (float)sc[j], offset = dmin * (float)mn[j];
+    float step = d * (float)p.sc[j], offset = dmin * (float)p.mn[j];
     for (int l = 0; l < 32; l++)
-      code[32 * j + l] = step > 0 ? nearest((x[32 * j + l] + offset) / step, 0, top) : 0;
+      p.code[32 * j + l] = step > 0 ? nearest((x[32 * j + l] + offset) / step, 0, top) : 0;
   }
+  mkc_qblock_pack(top == 31 ? MKC_GGML_Q5_K : MKC_GGML_Q4_K, &p, b);
 }
 
-/* Q4_K, 144 bytes per 256: k_block's 16 bytes, then 128 bytes of nibbles
- * (each 64 elements share 32 bytes: low nibbles the first sub-block of 32,
- * high the second); x = (d * sc) * q - dmin * mn. */
-static void block_q4_k(const float *x, uint8_t *b) {
-  int code[256];
-  k_block(x, 15, b, code);
-  uint8_t *q = b + 16;
-  memset(q, 0, 128);
-  for (int i = 0; i < 256; i++) q[(i / 64) * 32 + i % 32] |= (uint8_t)(code[i] << (i / 32 % 2) * 4);
-}
-
-/* Q5_K, 176 bytes per 256: k_block's 16 bytes, 32 bytes of fifth bits (qh:
- * element 32j + l's in byte l, bit j), then the low nibbles as Q4_K's. */
-static void block_q5_k(const float *x, uint8_t *b) {
-  int code[256];
-  k_block(x, 31, b, code);
-  uint8_t *qh = b + 16, *q = b + 48;
-  memset(qh, 0, 32 + 128);
-  for (int i = 0; i < 256; i++) {
-    q[(i / 64) * 32 + i % 32] |= (uint8_t)((code[i] & 0xf) << (i / 32 % 2) * 4);
-    qh[i % 32] |= (uint8_t)((code[i] >> 4) << i / 32);
-  }
-}
-
-/* Where element e = 128 n + 32 j + l of a Q2_K or Q3_K block keeps its low 2
- * bits: bits 2j, 2j + 1 of qs byte 32 n + l (dequant.c). */
-static void put_pair(uint8_t *qs, int e, int code) {
-  qs[32 * (e / 128) + e % 32] |= (uint8_t)((code & 3) << 2 * (e % 128 / 32));
-}
+static void block_q4_k(const float *x, uint8_t *b) { k_block(x, 15, b); }
+static void block_q5_k(const float *x, uint8_t *b) { k_block(x, 31, b); }
 
 /* Q2_K, 84 bytes per 256: 4-bit scale and min per sub-block of 16 (low and
  * high nibble of byte s), the pairs, f16 d, f16 dmin; x = (d * sc) * q - dmin
@@ -243,28 +193,23 @@ static void block_q2_k(const float *x, uint8_t *b) {
     hi[s] = fmaxf(hi[s], x[e]);
   }
   for (int s = 0; s < 16; s++) max_lift = fmaxf(max_lift, lift[s]);
-  uint16_t dminh = f16_up(max_lift / 15);
-  float dmin = mkc_f16_to_float(dminh);
-  int mn[16], sc[16];
+  mkc_qblock p;
+  p.m = f16_up(max_lift / 15);
+  float dmin = mkc_f16_to_float(p.m);
   for (int s = 0; s < 16; s++) {
-    mn[s] = dmin > 0 ? at_least(lift[s] / dmin, 15) : 0;
-    need[s] = fmaxf(0, (hi[s] + dmin * (float)mn[s]) / 3);
+    p.mn[s] = dmin > 0 ? at_least(lift[s] / dmin, 15) : 0;
+    need[s] = fmaxf(0, (hi[s] + dmin * (float)p.mn[s]) / 3);
     max_need = fmaxf(max_need, need[s]);
   }
-  uint16_t dh = f16_up(max_need / 15);
-  float d = mkc_f16_to_float(dh);
-  for (int s = 0; s < 16; s++) {
-    sc[s] = d > 0 ? at_least(need[s] / d, 15) : 0;
-    b[s] = (uint8_t)(sc[s] | mn[s] << 4);
-  }
-  memset(b + 16, 0, 64);
+  p.d = f16_up(max_need / 15);
+  float d = mkc_f16_to_float(p.d);
+  for (int s = 0; s < 16; s++) p.sc[s] = d > 0 ? at_least(need[s] / d, 15) : 0;
   for (int e = 0; e < 256; e++) {
     int s = mkc_k16_sub(e);
-    float step = d * (float)sc[s], offset = dmin * (float)mn[s];
-    put_pair(b + 16, e, step > 0 ? nearest((x[e] + offset) / step, 0, 3) : 0);
+    float step = d * (float)p.sc[s], offset = dmin * (float)p.mn[s];
+    p.code[e] = step > 0 ? nearest((x[e] + offset) / step, 0, 3) : 0;
   }
-  put_u16(b + 80, dh);
-  put_u16(b + 82, dminh);
+  mkc_qblock_pack(MKC_GGML_Q2_K, &p, b);
 }
 
 /* Q3_K, 110 bytes per 256: third bits, pairs, 6-bit scales (stored + 32),
@@ -286,24 +231,18 @@ static void block_q3_k(const float *x, uint8_t *b) {
     negative[s] = ext > 0; /* a negative step puts ext at the -4 end */
     max_step = fmaxf(max_step, step[s]);
   }
-  uint16_t dh = f16_up(max_step / 31);
-  float d = mkc_f16_to_float(dh);
-  int scale[16];
-  memset(b, 0, 110);
+  mkc_qblock p;
+  p.d = f16_up(max_step / 31);
+  float d = mkc_f16_to_float(p.d);
   for (int s = 0; s < 16; s++) {
     int mag = d > 0 ? at_least(step[s] / d, 31) : 0;
-    scale[s] = negative[s] ? -mag : mag;
-    int u = scale[s] + 32; /* 6 bits: the low 4 in a nibble, the top 2 in the last 4 bytes */
-    b[96 + s % 8] |= (uint8_t)((u & 0xf) << 4 * (s / 8));
-    b[104 + s % 4] |= (uint8_t)((u >> 4) << 2 * (s / 4));
+    p.sc[s] = negative[s] ? -mag : mag;
   }
   for (int e = 0; e < 256; e++) {
-    float eff = d * (float)scale[mkc_k16_sub(e)];
-    int code = (eff != 0 ? nearest(x[e] / eff, -4, 3) : 0) + 4;
-    put_pair(b + 32, e, code);
-    b[e % 32] |= (uint8_t)((code >> 2) << (4 * (e / 128) + e % 128 / 32));
+    float eff = d * (float)p.sc[mkc_k16_sub(e)];
+    p.code[e] = (eff != 0 ? nearest(x[e] / eff, -4, 3) : 0) + 4;
   }
-  put_u16(b + 108, dh);
+  mkc_qblock_pack(MKC_GGML_Q3_K, &p, b);
 }
 
 /* The index of the level nearest v (the lower on a tie). */
@@ -322,20 +261,19 @@ static float level_step(const float *x, int n) {
   return ext > 0 ? -amax / 127 : amax / 127;
 }
 
-/* 32 values' nibbles (as Q4_0's) on the levels times step. */
-static void put_levels(const float *x, float step, uint8_t *q) {
-  int code[32];
+/* 32 values' level indices on the levels times step. */
+static void put_levels(const float *x, float step, int *code) {
   for (int i = 0; i < 32; i++) code[i] = step != 0 ? nearest_level(x[i] / step) : 8;
-  put_small(code, NULL, q);
 }
 
 /* IQ4_NL, 18 bytes per 32: f16 d (rounded up in magnitude), the nibbles. */
 static void block_iq4_nl(const float *x, uint8_t *b) {
   float step = level_step(x, 32);
-  uint16_t dh = f16_up(fabsf(step));
-  if (step < 0 && dh) dh |= 0x8000;
-  put_u16(b, dh);
-  put_levels(x, mkc_f16_to_float(dh), b + 2);
+  mkc_qblock p;
+  p.d = f16_up(fabsf(step));
+  if (step < 0 && p.d) p.d |= 0x8000;
+  put_levels(x, mkc_f16_to_float(p.d), p.code);
+  mkc_qblock_pack(MKC_GGML_IQ4_NL, &p, b);
 }
 
 /* MXFP4, 17 bytes per 32: as ggml's quantize_row_mxfp4_ref, the scale 2^(e - 128) with e =
@@ -369,19 +307,15 @@ static void block_iq4_xs(const float *x, uint8_t *b) {
   float step[8], max_step = 0;
   for (int j = 0; j < 8; j++)
     step[j] = level_step(x + 32 * j, 32), max_step = fmaxf(max_step, fabsf(step[j]));
-  uint16_t dh = f16_up(max_step / 31);
-  float d = mkc_f16_to_float(dh);
-  unsigned high = 0;
-  memset(b, 0, 8);
-  put_u16(b, dh);
+  mkc_qblock p;
+  p.d = f16_up(max_step / 31);
+  float d = mkc_f16_to_float(p.d);
   for (int j = 0; j < 8; j++) {
-    int mag = d > 0 ? at_least(fabsf(step[j]) / d, 31) : 0, scale = step[j] < 0 ? -mag : mag;
-    int u = scale + 32;
-    b[4 + j / 2] |= (uint8_t)((u & 0xf) << 4 * (j % 2));
-    high |= (unsigned)(u >> 4) << 2 * j;
-    put_levels(x + 32 * j, d * (float)scale, b + 8 + 16 * j);
+    int mag = d > 0 ? at_least(fabsf(step[j]) / d, 31) : 0;
+    p.sc[j] = step[j] < 0 ? -mag : mag;
+    put_levels(x + 32 * j, d * (float)p.sc[j], p.code + 32 * j);
   }
-  put_u16(b + 2, (uint16_t)high);
+  mkc_qblock_pack(MKC_GGML_IQ4_XS, &p, b);
 }
 
 /* Q6_K, 210 bytes per 256: ql[128], qh[64], int8 scales[16], f16 d. Element
@@ -397,34 +331,28 @@ static void block_q6_k(const float *x, uint8_t *b) {
     negative[j] = ext > 0; /* a negative step puts ext at the -32 end */
     max_step = fmaxf(max_step, step[j]);
   }
-  uint16_t dh = f16_up(max_step / 127);
-  float d = mkc_f16_to_float(dh);
-  uint8_t *ql = b, *qh = b + 128;
-  int8_t scale[16];
+  mkc_qblock p;
+  p.d = f16_up(max_step / 127);
+  float d = mkc_f16_to_float(p.d);
   for (int j = 0; j < 16; j++) {
     int sc = d > 0 ? at_least(step[j] / d, 127) : 0;
-    scale[j] = (int8_t)(negative[j] ? -sc : sc);
+    p.sc[j] = negative[j] ? -sc : sc;
   }
-  memset(b, 0, 192);
-  memcpy(b + 192, scale, 16);
-  put_u16(b + 208, dh);
   for (int i = 0; i < 256; i++) {
-    float eff = d * (float)scale[i / 16];
-    int code = (eff != 0 ? nearest(x[i] / eff, -32, 31) : 0) + 32;
-    int half = i / 128, k = i % 128 / 32, l = i % 32;
-    ql[half * 64 + l + 32 * (k % 2)] |= (uint8_t)((code & 0xf) << 4 * (k / 2));
-    qh[half * 32 + l] |= (uint8_t)((code >> 4) << 2 * k);
+    float eff = d * (float)p.sc[i / 16];
+    p.code[i] = (eff != 0 ? nearest(x[i] / eff, -32, 31) : 0) + 32;
   }
+  mkc_qblock_pack(MKC_GGML_Q6_K, &p, b);
 }
 
 /* IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M: grid entries (quantize_iq.c). */
-static void block_iq2_xxs(const float *x, uint8_t *b) { mkc_quantize_iq2_xxs(x, b); }
-static void block_iq2_xs(const float *x, uint8_t *b) { mkc_quantize_iq2_xs(x, b); }
-static void block_iq2_s(const float *x, uint8_t *b) { mkc_quantize_iq2_s(x, b); }
-static void block_iq3_xxs(const float *x, uint8_t *b) { mkc_quantize_iq3_xxs(x, b); }
-static void block_iq3_s(const float *x, uint8_t *b) { mkc_quantize_iq3_s(x, b); }
-static void block_iq1_s(const float *x, uint8_t *b) { mkc_quantize_iq1_s(x, b); }
-static void block_iq1_m(const float *x, uint8_t *b) { mkc_quantize_iq1_m(x, b); }
+static void block_iq2_xxs(const float *x, uint8_t *b) { mkc_quantize_iq2_xxs(x, NULL, b); }
+static void block_iq2_xs(const float *x, uint8_t *b) { mkc_quantize_iq2_xs(x, NULL, b); }
+static void block_iq2_s(const float *x, uint8_t *b) { mkc_quantize_iq2_s(x, NULL, b); }
+static void block_iq3_xxs(const float *x, uint8_t *b) { mkc_quantize_iq3_xxs(x, NULL, b); }
+static void block_iq3_s(const float *x, uint8_t *b) { mkc_quantize_iq3_s(x, NULL, b); }
+static void block_iq1_s(const float *x, uint8_t *b) { mkc_quantize_iq1_s(x, NULL, b); }
+static void block_iq1_m(const float *x, uint8_t *b) { mkc_quantize_iq1_m(x, NULL, b); }
 
 typedef void (*block_writer)(const float *x, uint8_t *b);
 

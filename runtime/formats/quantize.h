@@ -23,6 +23,16 @@ int mkc_quantize(uint32_t type, const float *src, size_t n, void *dst);
  * core. */
 int mkc_quantize_parallel(uint32_t type, const float *src, size_t n, void *dst, int threads);
 
+/* Encodes rows x cols floats (row-major, cols a multiple of the type's block) as mkc_quantize
+ * does, but with each block's scales fitted for the least weighted squared error sum w (x - x')^2
+ * (quantize_fit.c), w = importance[column] (an importance matrix's means of squared inputs;
+ * NULL: 1): never more error per block than mkc_quantize's covering scales. Types without a fit
+ * (mkc_quantize_has_fit 0: Q8_0, the grid types, MXFP4, the floats) are written as mkc_quantize
+ * writes them, importance unused. Up to threads threads; 0 or -1 (a type or cols it cannot). */
+int mkc_quantize_fit(uint32_t type, const float *src, size_t rows, size_t cols,
+                     const float *importance, void *dst, int threads);
+int mkc_quantize_has_fit(uint32_t type);
+
 /* The bytes of a row of cols elements of a known type (quantizable or not),
  * or 0 for an unknown type or a cols that is not a positive multiple of the
  * type's block (such a row cannot be stored in that type). */

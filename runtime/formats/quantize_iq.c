@@ -14,9 +14,10 @@
  * branch-and-bound walk of the grid as a tree (0.13 to 0.41 s per million
  * weights on a 2-core VM, where trying every entry took 1 to 6 s).
  *
- * This is a nearest-entry encoder without llama.cpp's importance weights or
- * its search over scales: it writes valid blocks of these types, with a
- * larger error than llama-quantize gives. */
+ * Each element's squared error counts times its weight w (an importance
+ * matrix's, from quantize_fit.c; all 1 from mkc_quantize): the entries are
+ * the nearest by weighted distance, and the element an odd group flips is the
+ * one of least w x^2. */
 #include "quantize_iq.h"
 
 #include <math.h>
@@ -121,17 +122,17 @@ static void search_from(entry_search *s, int node, int j, float partial) {
   }
 }
 
-/* The entry nearest t (elems targets, in steps), exactly: a walk of the grid's tree, nearest
- * levels first, that leaves a branch once what it has plus the least the rest can add is no
- * better than the best entry found. *err: its squared error. */
-static int nearest_entry(const iq_kind *k, const float *t, float *err) {
+/* The entry nearest t (elems targets, in steps; w their weights), exactly: a walk of the grid's
+ * tree, nearest levels first, that leaves a branch once what it has plus the least the rest can add
+ * is no better than the best entry found. *err: its squared error. */
+static int nearest_entry(const iq_kind *k, const float *t, const float *w, float *err) {
   entry_search s = {.k = k, .best = INFINITY, .entry = 0};
   s.rest[k->elems] = 0;
   for (int j = k->elems - 1; j >= 0; j--) {
     float least = INFINITY;
     for (int l = 0; l < k->n_levels; l++) {
       float d = t[j] - (float)k->levels[l];
-      s.dist[j][l] = d * d, least = fminf(least, d * d);
+      s.dist[j][l] = w[j] * d * d, least = fminf(least, s.dist[j][l]);
       int at = l; /* insertion sort by distance */
       while (at > 0 && s.dist[j][s.order[j][at - 1]] > s.dist[j][l]) {
         s.order[j][at] = s.order[j][at - 1];
@@ -146,6 +147,12 @@ static int nearest_entry(const iq_kind *k, const float *t, float *err) {
   return s.entry;
 }
 
+/* 256 weights of 1, for a block without weights. */
+static const float *all_ones(float ones[256]) {
+  for (int i = 0; i < 256; i++) ones[i] = 1;
+  return ones;
+}
+
 /* The block's d as f16: the least (but 65504 at most) whose top step, d * top, reaches
  * max_step, so the largest scale covers every sub-block. */
 static uint16_t d_reaching(float max_step, float top) {
@@ -157,9 +164,11 @@ static uint16_t d_reaching(float max_step, float top) {
 /* A 256-element block's codes: per group of 8 its signs (bit j: element j
  * negative), per entry (8 or 4 elements) its index, per sub-block its 4-bit
  * scale; returns d as f16 bits. */
-static uint16_t encode(const iq_kind *k, const float *x, int signs[32], int index[64],
-                       int scale[16]) {
+static uint16_t encode(const iq_kind *k, const float *x, const float *w, int signs[32],
+                       int index[64], int scale[16]) {
   pthread_once(&tables_once, build_tables);
+  float ones[256];
+  if (!w) w = all_ones(ones);
   int top = k->levels[k->n_levels - 1], n_sub = 256 / k->sub;
   float mag[256];
   for (int g = 0; g < 32; g++) {
@@ -167,7 +176,7 @@ static uint16_t encode(const iq_kind *k, const float *x, int signs[32], int inde
     for (int j = 0; j < 8; j++) {
       int i = 8 * g + j;
       if (x[i] < 0) s |= 1 << j;
-      if (fabsf(x[i]) < fabsf(x[smallest])) smallest = i;
+      if (w[i] * x[i] * x[i] < w[smallest] * x[smallest] * x[smallest]) smallest = i;
       mag[i] = fabsf(x[i]);
     }
     if (k->parity && __builtin_popcount((unsigned)s) % 2) { /* the smallest takes the wrong sign */
@@ -189,7 +198,7 @@ static uint16_t encode(const iq_kind *k, const float *x, int signs[32], int inde
     int guess = d > 0 ? (int)lroundf(step[b] / (d * k->unit) - k->lift) : 0;
     float best_err = INFINITY;
     scale[b] = 0;
-    for (int sc = guess - 1; sc <= guess + 1; sc++) {
+    for (int sc = guess - 2; sc <= guess + 2; sc++) {
       if (sc < 0 || sc > 15) continue;
       float db = d * k->unit * (k->lift + (float)sc), err = 0;
       int idx[8];
@@ -197,7 +206,7 @@ static uint16_t encode(const iq_kind *k, const float *x, int signs[32], int inde
         float t[8], entry_err;
         const float *m = mag + k->sub * b + k->elems * e;
         for (int j = 0; j < k->elems; j++) t[j] = db > 0 ? m[j] / db : 0;
-        idx[e] = nearest_entry(k, t, &entry_err);
+        idx[e] = nearest_entry(k, t, w + k->sub * b + k->elems * e, &entry_err);
         err += entry_err * db * db;
       }
       if (err < best_err) {
@@ -222,9 +231,9 @@ static void put32(uint8_t *p, uint32_t v) {
 /* The 7-bit index of a group's signs (their eighth is implied). */
 static uint32_t sign_index(int s) { return (uint32_t)s & 127; }
 
-void mkc_quantize_iq2_xxs(const float *x, uint8_t *b) {
+void mkc_quantize_iq2_xxs(const float *x, const float *w, uint8_t *b) {
   int signs[32], index[64], scale[16];
-  put16(b, encode(&KINDS[K_IQ2_XXS], x, signs, index, scale));
+  put16(b, encode(&KINDS[K_IQ2_XXS], x, w, signs, index, scale));
   for (int s = 0; s < 8; s++) {
     uint32_t aux = (uint32_t)scale[s] << 28;
     for (int l = 0; l < 4; l++) {
@@ -235,16 +244,16 @@ void mkc_quantize_iq2_xxs(const float *x, uint8_t *b) {
   }
 }
 
-void mkc_quantize_iq2_xs(const float *x, uint8_t *b) {
+void mkc_quantize_iq2_xs(const float *x, const float *w, uint8_t *b) {
   int signs[32], index[64], scale[16];
-  put16(b, encode(&KINDS[K_IQ2_XS], x, signs, index, scale));
+  put16(b, encode(&KINDS[K_IQ2_XS], x, w, signs, index, scale));
   for (int g = 0; g < 32; g++) put16(b + 2 + 2 * g, (unsigned)index[g] | sign_index(signs[g]) << 9);
   for (int j = 0; j < 8; j++) b[66 + j] = (uint8_t)(scale[2 * j] | scale[2 * j + 1] << 4);
 }
 
-void mkc_quantize_iq2_s(const float *x, uint8_t *b) {
+void mkc_quantize_iq2_s(const float *x, const float *w, uint8_t *b) {
   int signs[32], index[64], scale[16];
-  put16(b, encode(&KINDS[K_IQ2_S], x, signs, index, scale));
+  put16(b, encode(&KINDS[K_IQ2_S], x, w, signs, index, scale));
   memset(b + 66, 0, 8);
   for (int g = 0; g < 32; g++) {
     b[2 + g] = (uint8_t)index[g];
@@ -254,9 +263,9 @@ void mkc_quantize_iq2_s(const float *x, uint8_t *b) {
   for (int j = 0; j < 8; j++) b[74 + j] = (uint8_t)(scale[2 * j] | scale[2 * j + 1] << 4);
 }
 
-void mkc_quantize_iq3_xxs(const float *x, uint8_t *b) {
+void mkc_quantize_iq3_xxs(const float *x, const float *w, uint8_t *b) {
   int signs[32], index[64], scale[16];
-  put16(b, encode(&KINDS[K_IQ3_XXS], x, signs, index, scale));
+  put16(b, encode(&KINDS[K_IQ3_XXS], x, w, signs, index, scale));
   for (int i = 0; i < 64; i++) b[2 + i] = (uint8_t)index[i];
   for (int s = 0; s < 8; s++) {
     uint32_t aux = (uint32_t)scale[s] << 28;
@@ -265,9 +274,9 @@ void mkc_quantize_iq3_xxs(const float *x, uint8_t *b) {
   }
 }
 
-void mkc_quantize_iq3_s(const float *x, uint8_t *b) {
+void mkc_quantize_iq3_s(const float *x, const float *w, uint8_t *b) {
   int signs[32], index[64], scale[16];
-  put16(b, encode(&KINDS[K_IQ3_S], x, signs, index, scale));
+  put16(b, encode(&KINDS[K_IQ3_S], x, w, signs, index, scale));
   memset(b + 66, 0, 8);
   for (int i = 0; i < 64; i++) {
     b[2 + i] = (uint8_t)index[i];
@@ -282,9 +291,11 @@ void mkc_quantize_iq3_s(const float *x, uint8_t *b) {
  * The delta's sign is per per_delta elements. Each scale group starts at its largest |x|
  * over 1.125 and tries the scale nearest that and the two beside it; each delta group
  * takes the sign whose nearest entries leave the least squared error. Returns d (f16). */
-static uint16_t encode_iq1(const float *x, int per_scale, int per_delta, int scale[16],
-                           int negative[32], int index[32]) {
+static uint16_t encode_iq1(const float *x, const float *w, int per_scale, int per_delta,
+                           int scale[16], int negative[32], int index[32]) {
   pthread_once(&tables_once, build_tables);
+  float ones[256];
+  if (!w) w = all_ones(ones);
   const iq_kind *k = &KINDS[K_IQ1];
   int n_scale = 256 / per_scale, groups = per_delta / 8;
   float step[16], max_step = 0;
@@ -300,7 +311,7 @@ static uint16_t encode_iq1(const float *x, int per_scale, int per_delta, int sca
     int guess = d > 0 ? (int)lroundf((step[b] / d - 1.0f) / 2.0f) : 0;
     float best_err = INFINITY;
     scale[b] = 0;
-    for (int sc = guess - 1; sc <= guess + 1; sc++) {
+    for (int sc = guess - 2; sc <= guess + 2; sc++) {
       if (sc < 0 || sc > 7) continue;
       float dl = d * (float)(2 * sc + 1), err = 0;
       int idx[4], neg[4];
@@ -313,7 +324,7 @@ static uint16_t encode_iq1(const float *x, int per_scale, int per_delta, int sca
           for (int e = 0; e < groups; e++) {
             float t[8], entry_err;
             for (int j = 0; j < 8; j++) t[j] = (dl > 0 ? x[g0 + 8 * e + j] / dl : 0) + 1 - delta;
-            gi[e] = nearest_entry(k, t, &entry_err);
+            gi[e] = nearest_entry(k, t, w + g0 + 8 * e, &entry_err);
             group_err += entry_err;
           }
           if (group_err < best_group) {
@@ -336,9 +347,9 @@ static uint16_t encode_iq1(const float *x, int per_scale, int per_delta, int sca
   return dh;
 }
 
-void mkc_quantize_iq1_s(const float *x, uint8_t *b) {
+void mkc_quantize_iq1_s(const float *x, const float *w, uint8_t *b) {
   int scale[16], negative[32], index[32];
-  put16(b, encode_iq1(x, 32, 32, scale, negative, index));
+  put16(b, encode_iq1(x, w, 32, 32, scale, negative, index));
   for (int s = 0; s < 8; s++) {
     unsigned h = (unsigned)scale[s] << 12 | (unsigned)negative[4 * s] << 15;
     for (int l = 0; l < 4; l++) {
@@ -349,9 +360,9 @@ void mkc_quantize_iq1_s(const float *x, uint8_t *b) {
   }
 }
 
-void mkc_quantize_iq1_m(const float *x, uint8_t *b) {
+void mkc_quantize_iq1_m(const float *x, const float *w, uint8_t *b) {
   int scale[16], negative[32], index[32];
-  uint16_t dh = encode_iq1(x, 16, 8, scale, negative, index);
+  uint16_t dh = encode_iq1(x, w, 16, 8, scale, negative, index);
   memset(b + 32, 0, 16);
   for (int g = 0; g < 32; g++) {
     b[g] = (uint8_t)index[g];

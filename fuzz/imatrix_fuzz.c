@@ -1,0 +1,36 @@
+/* libFuzzer target for `mkc quantize --imatrix` files (formats/imatrix.h), GGUF or llama-imatrix's
+ * .dat, the input as a whole file: any bytes parse or are refused with a message, never read past
+ * the input; a parsed matrix has entries, sorted, each name once and found by name, each with
+ * values that are finite means of squares (>= 0).
+ * Seeds in fuzz/corpus/imatrix: llama-imatrix's two files for blocks-tiny, and cut ones. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats/imatrix.h"
+
+static void check(int ok) {
+  if (!ok) abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  /* a copy of exactly size bytes: reading past it is a heap overflow ASan sees */
+  unsigned char *copy = malloc(size ? size : 1);
+  if (!copy) return 0;
+  memcpy(copy, data, size);
+  mkc_imatrix im;
+  if (mkc_imatrix_parse(copy, size, "fuzz", &im) == 0) {
+    check(im.n >= 1 && im.chunks >= 0);
+    for (size_t i = 0; i < im.n; i++) {
+      const mkc_imatrix_entry *e = &im.entries[i];
+      check(e->name && e->n >= 1 && mkc_imatrix_find(&im, e->name) == e);
+      check(i == 0 || strcmp(im.entries[i - 1].name, e->name) < 0);
+      for (size_t k = 0; k < e->n; k++) check(isfinite(e->values[k]) && e->values[k] >= 0);
+    }
+    mkc_imatrix_free(&im);
+  } else
+    check(im.n == 0 && !im.entries && !im.dataset);
+  free(copy);
+  return 0;
+}
