@@ -114,7 +114,7 @@ expect_error "--context-shift with --batch and no -n" \
   -- run --preset tiny --random-weights 1 --batch /dev/null --context-shift
 
 # Bad input: clear messages, non-zero exit, no crash.
-expect_error "unknown command" "mkc: error: unknown command 'frobnicate' (expected one of: run, chat, gen, compile, bench, inspect, init, info, serve, embed, tokenize, perplexity, quantize)" -- frobnicate
+expect_error "unknown command" "mkc: error: unknown command 'frobnicate' (expected one of: run, chat, gen, compile, bench, inspect, init, info, serve, embed, tokenize, perplexity, quantize, imatrix)" -- frobnicate
 expect_error "unknown option" "mkc: error: unknown option '--fast'" -- run --preset tiny --fast 1
 expect_error "--draft-max out of range" "mkc: error: --draft-max: expected an integer in 0..31, got '40'" \
   -- gen graphs/llama.lua --preset tiny --draft-max 40 -o "$tmp/x.cu"
@@ -624,7 +624,7 @@ expect_error "bench on the ref backend" "mkc: error: bench: the ref backend is a
   -- bench --preset tiny --random-weights 1 --backend ref
 
 # Every subcommand answers --help with its own usage on stdout, status 0.
-for cmd in run chat gen compile bench inspect init info serve embed quantize; do
+for cmd in run chat gen compile bench inspect init info serve embed quantize imatrix; do
   if "$mkc" "$cmd" --help >"$tmp/help" 2>"$tmp/help.err" && grep -q "^usage: mkc $cmd" "$tmp/help" &&
     [ ! -s "$tmp/help.err" ]; then
     ok "$cmd --help: its own usage"
@@ -634,7 +634,7 @@ for cmd in run chat gen compile bench inspect init info serve embed quantize; do
 done
 # Help fits an 80-column terminal: mkc --help and each command's, every line at most 80 characters.
 long=
-for cmd in "" run chat embed serve gen compile bench inspect init info tokenize perplexity quantize; do
+for cmd in "" run chat embed serve gen compile bench inspect init info tokenize perplexity quantize imatrix; do
   line=$("$mkc" ${cmd:+"$cmd"} --help 2>&1 |
     LC_ALL=C.UTF-8 awk 'length($0) > 80 { print length($0) " columns: " $0; exit }')
   [ -n "$line" ] && long="mkc ${cmd:+$cmd }--help: $line" && break

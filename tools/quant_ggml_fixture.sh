@@ -4,7 +4,12 @@
 # ggml_quantize_chunk encodes them, without and with an importance matrix) and
 # tests/data/imatrix_blocks_tiny.gguf and .dat (llama-imatrix, both formats, on `mkc init
 # --preset blocks-tiny --seed 2 --type f32` with tools/gguf_add_vocab.py's stand-in vocabulary,
-# over this repo's README). llama.cpp is the one llama-cpp-python 0.3.36 vendors, built here on
+# over this repo's README), and tests/data/imatrix_llamacpp.gguf with standin_vocab.gguf (the
+# same vocabulary alone): llama-imatrix on a llama of 64 columns whose RoPE llama.cpp reads as mkc
+# does (interleaved; blocks-tiny's is NeoX), over imatrix_text.txt, which test_imatrix_cli.sh
+# checks `mkc imatrix` against. Its matrices are F32 (with BF16 ones llama.cpp's CPU rounds the
+# activations to BF16), its cache F32 and its flash attention off (on, the CPU's softmax leaves
+# 1e-3 of difference in the sums; off, 1.3e-6). llama.cpp is the one llama-cpp-python 0.3.36 vendors, built here on
 # the CPU by tools/gemma_llamacpp_fixture.sh (WORK: that folder, to reuse the build):
 #   pip install gguf   # tools/gguf_add_vocab.py
 #   bash tools/quant_ggml_fixture.sh
@@ -25,3 +30,10 @@ for format in gguf dat; do
   "$l/build/bin/llama-imatrix" -m "$work/bt-vocab.gguf" -f README.md -c 64 --chunks 4 -t 2 \
     --output-format $format -o tests/data/imatrix_blocks_tiny.$format >&2
 done
+python3 tools/gguf_add_vocab.py --vocab-only 300 tests/data/standin_vocab.gguf
+cat graphs/llama.lua tests/graphs/im_tiny_preset.lua >"$work/im.lua"
+build/mkc init "$work/im.lua" --preset im-tiny --seed 2 --type f32 \
+  --vocab tests/data/standin_vocab.gguf -o "$work/imt.gguf" >&2
+python3 tools/gguf_add_vocab.py "$work/imt.gguf" "$work/imt-vocab.gguf"
+"$l/build/bin/llama-imatrix" -m "$work/imt-vocab.gguf" -f tests/data/imatrix_text.txt -c 64 \
+  --chunks 4 -t 2 -ctk f32 -ctv f32 -fa off -o tests/data/imatrix_llamacpp.gguf >&2

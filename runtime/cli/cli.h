@@ -104,6 +104,8 @@ typedef struct mkc_cli {
   int n_chunks;              /* perplexity --chunks N (-1: all the text holds) */
   const char *kl_base;       /* perplexity --kl-divergence-base FILE: the log-probabilities' file */
   int kl_divergence;         /* perplexity --kl-divergence: compare with kl_base's */
+  int process_output;        /* imatrix --process-output: output.weight's inputs too */
+  const char *output_format; /* imatrix --output-format gguf|dat */
   int ppl_stride;            /* perplexity --ppl-stride S: windows S apart, their last S scored */
   int ppl_output_type;       /* perplexity --ppl-output-type 1: a line a chunk */
   int hellaswag, winogrande; /* perplexity --hellaswag, --winogrande: -f is their dataset */

@@ -16,6 +16,7 @@ int mkc_cmd_serve(int argc, char **argv);   /* an OpenAI-style HTTP server */
 int mkc_cmd_embed(int argc, char **argv);   /* texts -> embedding vectors */
 int mkc_cmd_tokenize(int argc, char **argv);   /* a text's tokens, as llama-tokenize prints them */
 int mkc_cmd_perplexity(int argc, char **argv); /* a text's perplexity, as llama-perplexity's */
+int mkc_cmd_imatrix(int argc, char **argv);    /* an importance matrix over a text */
 int mkc_cmd_quantize(int argc, char **argv);   /* a GGUF in a llama-quantize type */
 
 #endif

@@ -27,6 +27,7 @@ static const char USAGE[] =
     "           as llama-tokenize prints them\n"
     "  perplexity  a text's perplexity under a model, as llama-perplexity measures it\n"
     "  quantize a GGUF model in a llama-quantize type (Q4_K_M, Q8_0, ...)\n"
+    "  imatrix  an importance matrix over a text, as llama-imatrix computes it\n"
     "\n"
     "MODEL is a GGUF file or a Hugging Face folder (config.json, safetensors,\n"
     "tokenizer.json), or the file name of a model in the model directory\n"
@@ -46,7 +47,7 @@ static const struct {
     {"init", mkc_cmd_init},         {"info", mkc_cmd_info},
     {"serve", mkc_cmd_serve},       {"embed", mkc_cmd_embed},
     {"tokenize", mkc_cmd_tokenize}, {"perplexity", mkc_cmd_perplexity},
-    {"quantize", mkc_cmd_quantize},
+    {"quantize", mkc_cmd_quantize}, {"imatrix", mkc_cmd_imatrix},
 };
 
 int main(int argc, char **argv) {

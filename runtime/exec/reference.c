@@ -887,6 +887,10 @@ void mkc_ref_follow_kv(mkc_ref *r, const void *kv) { r->kernel_kv = kv; }
 
 const mkc_ref_kv_stats *mkc_ref_kv_check(const mkc_ref *r) { return &r->kv_stats; }
 
+const double *mkc_ref_value(const mkc_ref *r, int id) {
+  return id >= 0 && id < r->g->n_nodes ? r->value[id] : NULL;
+}
+
 int mkc_ref_pos(const mkc_ref *r) { return r->pos; }
 
 void mkc_ref_truncate(mkc_ref *r, int pos) {

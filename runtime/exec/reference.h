@@ -57,6 +57,9 @@ int mkc_ref_set_feature(mkc_ref *r, const float *f, int n);
  * doubles), or NULL in a graph whose logits are not matmul(rmsnorm(x)). */
 const double *mkc_ref_hidden(const mkc_ref *r, int *n);
 const mkc_ref_kv_stats *mkc_ref_kv_check(const mkc_ref *r);
+/* The last step's output of node id (its n doubles; a matmul's input is its in[0]'s), or NULL for
+ * a WEIGHT node: what an importance matrix sums (exec/imatrix_acc.h). */
+const double *mkc_ref_value(const mkc_ref *r, int id);
 
 int mkc_ref_pos(const mkc_ref *r);
 void mkc_ref_truncate(mkc_ref *r, int pos); /* forget tokens >= pos */

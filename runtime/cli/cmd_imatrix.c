@@ -1,0 +1,200 @@
+/* mkc imatrix: an importance matrix of a model over a text, as llama.cpp's llama-imatrix
+ * computes it, for `mkc quantize --imatrix`: the text's tokens in chunks of the context, each
+ * read from an empty cache with its first token BOS (where the model adds one); every matmul of
+ * a layer's weight adds its input's squares, column by column, and counts its inputs. Runs on the
+ * reference executor (exec/reference.h: every value in double), whose matmuls' inputs are there
+ * to read, a thread a chunk at a time. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "exec/imatrix_acc.h"
+#include "exec/reference.h"
+#include "loaded.h"
+#include "tokenizer/tokenizer.h"
+#include "util/clock.h"
+
+static const char USAGE[] =
+    "usage: mkc imatrix -m MODEL -f FILE [-o imatrix.gguf] [-c N] [--chunks N]\n"
+    "\n"
+    "The importance matrix of MODEL over FILE's text, as llama.cpp's llama-imatrix\n"
+    "computes it: the text's tokens in chunks of N, each read from an empty cache\n"
+    "with its first token BOS (where the model adds one); each layer's matrices\n"
+    "sum the squares of their inputs, column by column. `mkc quantize --imatrix`\n"
+    "(and llama-quantize) weigh each matrix's error by it. Computed on the\n"
+    "reference executor, in double, a chunk a thread: slow (a model's weights read\n"
+    "once a token by each thread), meant for small models and short texts.\n"
+    "  -m, --model MODEL      GGUF file, Hugging Face folder, or a model's file name\n"
+    "                         in the model directory\n"
+    "  -f FILE                the text (control tokens' spellings are text)\n"
+    "  -o FILE                where the matrix goes (default imatrix.gguf)\n"
+    "  --output-format F      gguf (the default: llama-imatrix's own) or dat (its\n"
+    "                         older format)\n"
+    "  -c, --ctx N            each chunk's tokens (default 512); the text must hold\n"
+    "                         two chunks at least\n"
+    "  --chunks N             at most N chunks (default: all the text holds)\n"
+    "  --process-output       output.weight's inputs too (llama-quantize leaves\n"
+    "                         the output's type to its own rules)\n"
+    "  -t, --threads N        chunks read at once (default: every core)\n"
+    "  --kv-dtype T           bf16 (default), f16 or f32: the cache's values\n"
+    "  --lora FILE, --lora-scaled FILE:SCALE: as for run\n";
+
+/* One thread's chunks: first, first + step, ... below n_chunks. */
+typedef struct worker {
+  const mkc_graph *g;
+  const mkc_weights *w;
+  const int *toks;
+  int n_ctx, bos, first, step, n_chunks, output;
+  mkc_imatrix_acc acc;
+  int rc;
+  int *done; /* chunks finished by every worker, for the progress line */
+  pthread_mutex_t *lock;
+  double t0;
+} worker;
+
+static void *run_worker(void *arg) {
+  worker *k = arg;
+  mkc_ref *r = mkc_ref_open(k->g, k->w);
+  double *logits = r ? malloc((size_t)k->g->vocab * sizeof *logits) : NULL;
+  if (!r || !logits || mkc_imatrix_acc_open(&k->acc, k->g, k->output) != 0) {
+    if (r) fprintf(stderr, "mkc: error: imatrix: out of memory\n");
+    k->rc = -1;
+  }
+  for (int i = k->first; !k->rc && i < k->n_chunks; i += k->step) {
+    mkc_ref_seek(r, 0); /* an empty cache */
+    const int *chunk = k->toks + (size_t)i * k->n_ctx;
+    for (int p = 0; p < k->n_ctx && !k->rc; p++) {
+      int tok = p == 0 && k->bos >= 0 ? k->bos : chunk[p];
+      if (mkc_ref_step(r, tok, logits) != 0)
+        k->rc = -1;
+      else
+        mkc_imatrix_acc_add(&k->acc, r);
+    }
+    pthread_mutex_lock(k->lock);
+    int done = ++*k->done;
+    double s = mkc_seconds() - k->t0;
+    fprintf(stderr, "mkc: imatrix: %d of %d chunks, %.1f s (about %.1f minutes left)\n", done,
+            k->n_chunks, s, s / done * (k->n_chunks - done) / 60);
+    pthread_mutex_unlock(k->lock);
+  }
+  free(logits);
+  if (r) mkc_ref_close(r);
+  return NULL;
+}
+
+static int check_flags(const mkc_cli *c) {
+  int rc = mkc_cli_check_model(c, "imatrix");
+  if (rc) return rc;
+  if (!c->model_path) return mkc_cli_usage_error("%s", "imatrix: -m MODEL is required");
+  if (!c->prompt_file) return mkc_cli_usage_error("%s", "imatrix: -f FILE (the text) is required");
+  if (c->n_chunks == 0 || c->n_chunks < -1)
+    return mkc_cli_usage_error("%s", "imatrix: --chunks N needs N >= 1 (-1: all)");
+  if (c->output_format && strcmp(c->output_format, "gguf") != 0 &&
+      strcmp(c->output_format, "dat") != 0)
+    return mkc_cli_usage_error("imatrix: --output-format: expected gguf or dat, got '%s'",
+                               c->output_format);
+  return 0;
+}
+
+int mkc_cmd_imatrix(int argc, char **argv) {
+  mkc_cli c = {.usage = USAGE, .n_chunks = -1};
+  int rc = mkc_cli_parse(argc, argv, 2,
+                         "-m -f -o --ctx --chunks --kv-dtype --blocks --lora --lora-scaled "
+                         "--output-format --process-output",
+                         0, &c);
+  if (rc == MKC_CLI_HELP) return 0;
+  if (rc || (rc = check_flags(&c))) return rc;
+  if (c.max_ctx == 0) c.max_ctx = 512; /* llama-imatrix's default chunk */
+  const char *out = c.out ? c.out : "imatrix.gguf";
+  int legacy = c.output_format && strcmp(c.output_format, "dat") == 0;
+  mkc_loaded_model m;
+  int n = 0, *toks = NULL, threads = 0;
+  worker *k = NULL;
+  pthread_t *tid = NULL;
+  rc = 1;
+  if (mkc_loaded_plan(&c, &m) != 0) goto done;
+  const mkc_tokenizer *tok = m.file.tok;
+  if (!tok) {
+    fprintf(stderr, "mkc: error: imatrix: %s has no tokenizer to read the text with\n",
+            c.model_path);
+    goto done;
+  }
+  char *text = mkc_cli_prompt_text(&c);
+  n = text ? mkc_tokenizer_encode(tok, text, strlen(text), mkc_tokenizer_add_bos(tok), 0, &toks)
+           : -1;
+  free(text);
+  if (n < 0) goto done;
+  int n_ctx = m.g.max_ctx;
+  if (n < 2 * n_ctx) {
+    fprintf(stderr,
+            "mkc: error: imatrix: the text is %d tokens; a context of %d needs %d at least (two "
+            "chunks; a smaller -c)\n",
+            n, n_ctx, 2 * n_ctx);
+    goto done;
+  }
+  int chunks = n / n_ctx;
+  if (c.n_chunks > 0 && c.n_chunks < chunks) chunks = c.n_chunks;
+  if (mkc_loaded_weights(&c, &m) != 0) goto done;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  threads = c.blocks > 0 ? c.blocks : cores < 1 ? 1 : (int)cores;
+  if (threads > chunks) threads = chunks;
+  int bos = mkc_tokenizer_add_bos(tok) ? mkc_tokenizer_bos(tok) : -1, done_chunks = 0;
+  pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+  if (!(k = calloc((size_t)threads, sizeof *k)) || !(tid = calloc((size_t)threads, sizeof *tid))) {
+    fprintf(stderr, "mkc: error: imatrix: out of memory\n");
+    goto done;
+  }
+  fprintf(stderr,
+          "mkc: imatrix: %d tokens, %d chunks of %d, on the reference executor, %d threads\n", n,
+          chunks, n_ctx, threads);
+  for (int id = 0; id < m.g.n_nodes; id++)
+    if (m.g.nodes[id].op == MKC_OP_MOE) {
+      fprintf(stderr, "mkc: imatrix: the experts' matrices are not collected (quantize takes "
+                      "them unweighted)\n");
+      break;
+    }
+  double t0 = mkc_seconds();
+  int started = 0;
+  for (int t = 0; t < threads; t++) {
+    k[t] = (worker){.g = &m.g,
+                    .w = &m.w,
+                    .toks = toks,
+                    .n_ctx = n_ctx,
+                    .bos = bos,
+                    .first = t,
+                    .step = threads,
+                    .n_chunks = chunks,
+                    .output = c.process_output,
+                    .done = &done_chunks,
+                    .lock = &lock,
+                    .t0 = t0};
+    if (pthread_create(&tid[t], NULL, run_worker, &k[t]) != 0) break;
+    started++;
+  }
+  for (int t = 0; t < started; t++) pthread_join(tid[t], NULL);
+  int failed = started < threads;
+  for (int t = 0; t < started; t++) failed |= k[t].rc != 0;
+  if (failed) {
+    if (started < threads) fprintf(stderr, "mkc: error: imatrix: no thread to start\n");
+  } else {
+    for (int t = 1; t < threads; t++) mkc_imatrix_acc_merge(&k[0].acc, &k[t].acc);
+    if (!k[0].acc.s.n)
+      fprintf(stderr, "mkc: error: imatrix: %s has no layer matrices to collect\n", c.model_path);
+    else if (mkc_imatrix_write(out, &k[0].acc.s, legacy, c.prompt_file, chunks, n_ctx) == 0) {
+      fprintf(stderr, "mkc: imatrix: %zu matrices over %d tokens written to %s in %.1f s\n",
+              k[0].acc.s.n, chunks * n_ctx, out, mkc_seconds() - t0);
+      rc = 0;
+    }
+  }
+done:
+  for (int t = 0; k && t < threads; t++) mkc_imatrix_acc_free(&k[t].acc);
+  free(k);
+  free(tid);
+  free(toks);
+  mkc_loaded_close(&m);
+  return rc;
+}

@@ -1,0 +1,25 @@
+/* An importance matrix summed over a reference executor's steps, for `mkc imatrix`: after each
+ * step, each matmul of a layer's weight (blk.*; with output, output.weight too) adds its input's
+ * squares column by column and counts one input, as llama-imatrix collects them. The experts'
+ * matrices (inside a MOE node) are not reached. */
+#ifndef MKC_IMATRIX_ACC_H
+#define MKC_IMATRIX_ACC_H
+
+#include "codegen/graph.h"
+#include "exec/reference.h"
+#include "formats/imatrix.h"
+
+typedef struct mkc_imatrix_acc {
+  mkc_imatrix_sums s; /* the entries, in the graph's order; names borrowed from the graph */
+  int *entry_of;      /* [g->n_nodes]: a collected MATMUL node's entry, else -1 */
+  const mkc_graph *g;
+} mkc_imatrix_acc;
+
+/* 0, or -1 (out of memory; a is left freeable). */
+int mkc_imatrix_acc_open(mkc_imatrix_acc *a, const mkc_graph *g, int output);
+void mkc_imatrix_acc_add(mkc_imatrix_acc *a, const mkc_ref *r);
+/* Adds from's sums and counts into into's (the same graph's). */
+void mkc_imatrix_acc_merge(mkc_imatrix_acc *into, const mkc_imatrix_acc *from);
+void mkc_imatrix_acc_free(mkc_imatrix_acc *a);
+
+#endif
