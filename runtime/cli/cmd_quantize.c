@@ -291,20 +291,19 @@ static const float *importance(const options *o, const mkc_gguf_tensor *t, uint3
   return NULL;
 }
 
-/* Tensor t in type (its own: as it is), encoded into *owned, added to w. 0, or 1 after a
+/* Tensor t's bytes in type (its own: copied as they are) at out, its size. 0, or -1 after a
  * message. */
-static int encode(const options *o, const mkc_gguf_tensor *t, uint32_t type, mkc_gguf_writer *w,
-                  void **owned, uint64_t bytes) {
-  if (type == t->type) return mkc_gguf_add_raw(w, t->name, t->type, t->n_dims, t->ne, t->data) != 0;
+static int encode(const options *o, const mkc_gguf_tensor *t, uint32_t type, uint64_t bytes,
+                  uint8_t *out) {
+  if (type == t->type) return memcpy(out, t->data, t->n_bytes), 0;
   const float *imp = importance(o, t, type);
   float *x = malloc((size_t)t->n_elems * sizeof *x);
-  *owned = malloc(bytes ? bytes : 1);
-  int rc = 1;
+  int rc = -1;
   /* a slice a expert: each its own part of the importance matrix */
   size_t cols = (size_t)t->ne[0], rows = (size_t)t->ne[1],
          slices = (size_t)t->n_elems / cols / rows;
   size_t slice_bytes = (size_t)bytes / slices;
-  if (!x || !*owned)
+  if (!x)
     fprintf(stderr, "mkc: error: quantize: %s: out of memory\n", t->name);
   else if (mkc_dequant_f32(t->type, t->data, (size_t)t->n_elems, x) != 0)
     fprintf(stderr, "mkc: error: quantize: %s: mkc cannot read %s\n", t->name, type_name(t->type));
@@ -312,14 +311,47 @@ static int encode(const options *o, const mkc_gguf_tensor *t, uint32_t type, mkc
     rc = 0;
     for (size_t e = 0; e < slices && !rc; e++)
       rc = mkc_quantize_fit(type, x + e * rows * cols, rows, cols, imp ? imp + e * cols : NULL,
-                            (uint8_t *)*owned + e * slice_bytes, o->threads) != 0;
+                            out + e * slice_bytes, o->threads);
     if (rc)
       fprintf(stderr, "mkc: error: quantize: %s: mkc cannot write %s\n", t->name, type_name(type));
-    else
-      rc = mkc_gguf_add_raw(w, t->name, type, t->n_dims, t->ne, *owned) != 0;
   }
   free(x);
   return rc;
+}
+
+/* The tensors in llama.cpp's order, their types and sizes: what the writer's fill reads. */
+typedef struct plan {
+  const options *o;
+  const mkc_gguf *f;
+  const uint64_t *order;
+  const uint32_t *types, *fell;
+  const uint64_t *bytes;
+} plan;
+
+/* Tensor k's fallback (if any) and progress line, as llama-quantize prints them. */
+static void report(const plan *p, uint64_t k) {
+  const mkc_gguf_tensor *t = &p->f->tensors[p->order[k]];
+  const char *to = type_name(p->types[k]);
+  if (p->fell[k] != MKC_QUANT_NO_TYPE)
+    fprintf(stderr, "mkc: quantize: %s: %lld columns are not whole blocks of %s; %s instead\n",
+            t->name, (long long)t->ne[0], type_name(p->fell[k]), to);
+  char shape[80];
+  int n = snprintf(shape, sizeof shape, "%lld", (long long)t->ne[0]);
+  for (uint32_t d = 1; d < t->n_dims && n < (int)sizeof shape; d++)
+    n += snprintf(shape + n, sizeof shape - (size_t)n, ", %lld", (long long)t->ne[d]);
+  fprintf(stderr, "[%4llu/%4llu] %-36s [%s] %s -> %s, %.3f -> %.3f MiB\n",
+          (unsigned long long)k + 1, (unsigned long long)p->f->n_tensors, t->name, shape,
+          type_name(t->type), to, t->n_bytes / 1048576.0, p->bytes[k] / 1048576.0);
+}
+
+/* The writer's fill (mkc_gguf_set_fill): tensor k encoded as the file is written, one at a time,
+ * so the output is never all in memory. */
+static int fill(void *ctx, size_t k, void *out) {
+  const plan *p = ctx;
+  const mkc_gguf_tensor *t = &p->f->tensors[p->order[k]];
+  if (encode(p->o, t, p->types[k], p->bytes[k], out) != 0) return -1;
+  report(p, k);
+  return 0;
 }
 
 /* llama-quantize's record of the importance matrix in the output's metadata. */
@@ -369,12 +401,12 @@ int mkc_cmd_quantize(int argc, char **argv) {
   mkc_gguf *f = mkc_gguf_open(o.in);
   mkc_gguf_writer *w = f ? mkc_gguf_writer_new() : NULL;
   uint64_t *order = f ? malloc((f->n_tensors ? f->n_tensors : 1) * sizeof *order) : NULL;
-  void **owned = f ? calloc(f->n_tensors ? f->n_tensors : 1, sizeof *owned) : NULL;
+  uint64_t *bytes = f ? malloc((f->n_tensors ? f->n_tensors : 1) * sizeof *bytes) : NULL;
   uint32_t *types = f ? malloc((f->n_tensors ? f->n_tensors : 1) * sizeof *types) : NULL;
   uint32_t *fell = f ? malloc((f->n_tensors ? f->n_tensors : 1) * sizeof *fell) : NULL;
   rc = 1;
   if (!f) goto done;
-  if (!w || !order || !owned || !types || !fell) {
+  if (!w || !order || !bytes || !types || !fell) {
     fprintf(stderr, "mkc: error: quantize: out of memory\n");
     goto done;
   }
@@ -408,27 +440,21 @@ int mkc_cmd_quantize(int argc, char **argv) {
             o.imatrix, loaded, o.im.n, o.im.dataset ? " from " : "",
             o.im.dataset ? o.im.dataset : "", o.im.chunks);
   uint64_t size_in = 0, size_out = 0, elems = 0;
+  plan p = {&o, f, order, types, fell, bytes};
   for (uint64_t k = 0; k < f->n_tensors; k++) {
     const mkc_gguf_tensor *t = &f->tensors[order[k]];
     const mkc_ggml_type_info *to = mkc_ggml_type(types[k]);
-    uint64_t bytes =
+    bytes[k] =
         types[k] == t->type ? t->n_bytes : t->n_elems / (uint64_t)to->block * to->block_bytes;
-    if (fell[k] != MKC_QUANT_NO_TYPE)
-      fprintf(stderr, "mkc: quantize: %s: %lld columns are not whole blocks of %s; %s instead\n",
-              t->name, (long long)t->ne[0], type_name(fell[k]), to->name);
-    if (!o.dry_run && encode(&o, t, types[k], w, &owned[k], bytes) != 0) goto done;
-    char shape[80];
-    int n = snprintf(shape, sizeof shape, "%lld", (long long)t->ne[0]);
-    for (uint32_t d = 1; d < t->n_dims && n < (int)sizeof shape; d++)
-      n += snprintf(shape + n, sizeof shape - (size_t)n, ", %lld", (long long)t->ne[d]);
-    /* the progress, a line a tensor, as llama-quantize prints it */
-    fprintf(stderr, "[%4llu/%4llu] %-36s [%s] %s -> %s, %.3f -> %.3f MiB\n",
-            (unsigned long long)k + 1, (unsigned long long)f->n_tensors, t->name, shape,
-            type_name(t->type), to->name, t->n_bytes / 1048576.0, bytes / 1048576.0);
+    if (o.dry_run)
+      report(&p, k);
+    else if (mkc_gguf_add_deferred(w, t->name, types[k], t->n_dims, t->ne) != 0)
+      goto done;
     size_in += t->n_bytes;
-    size_out += bytes;
+    size_out += bytes[k];
     elems += t->n_elems;
   }
+  mkc_gguf_set_fill(w, fill, &p);
   if (!o.dry_run && mkc_gguf_write(w, o.out) != 0) goto done;
   fprintf(stderr,
           "mkc: quantize: %s %s: %.2f MiB (%.2f bits a weight) -> %.2f MiB (%.2f bits a "
@@ -439,8 +465,7 @@ int mkc_cmd_quantize(int argc, char **argv) {
           m.n_fallback ? "; some rows fell back to another type (above)" : "");
   rc = 0;
 done:
-  for (uint64_t k = 0; f && owned && k < f->n_tensors; k++) free(owned[k]);
-  free(owned);
+  free(bytes);
   free(order);
   free(types);
   free(fell);

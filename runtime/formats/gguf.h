@@ -166,6 +166,14 @@ int mkc_gguf_add_tensor(mkc_gguf_writer *w, const char *name, uint32_t type, uin
  * until mkc_gguf_write (they are not copied). */
 int mkc_gguf_add_raw(mkc_gguf_writer *w, const char *name, uint32_t type, uint32_t n_dims,
                      const int64_t *ne, const void *bytes);
+/* A tensor whose bytes are made while the file is written: fill(ctx, index, out) writes
+ * tensor number index's (in the order added) to out, the writer's buffer of its size, freed once
+ * written; 0, or -1 after a message (the file is then not written). So a file larger than memory
+ * is written a tensor at a time (mkc quantize). */
+typedef int (*mkc_gguf_fill_fn)(void *ctx, size_t index, void *out);
+int mkc_gguf_add_deferred(mkc_gguf_writer *w, const char *name, uint32_t type, uint32_t n_dims,
+                          const int64_t *ne);
+void mkc_gguf_set_fill(mkc_gguf_writer *w, mkc_gguf_fill_fn fill, void *ctx);
 /* Writes the file (through a temporary name, renamed when complete). */
 int mkc_gguf_write(mkc_gguf_writer *w, const char *path);
 /* Adds f's entry kv to out as it is (gguf_copy.c): 0, or -1 after a message naming f (an array

@@ -25,7 +25,7 @@ typedef struct pending_tensor {
   uint32_t type, n_dims;
   int64_t ne[MKC_GGUF_MAX_DIMS];
   uint64_t n_elems, n_bytes;
-  const void *data; /* borrowed (add_raw) or == owned */
+  const void *data; /* borrowed (add_raw) or == owned; NULL: deferred (its bytes from fill) */
   void *owned;
 } pending_tensor;
 
@@ -36,6 +36,8 @@ struct mkc_gguf_writer {
   uint64_t alignment;
   pending_tensor *tensors;
   size_t n_tensors;
+  mkc_gguf_fill_fn fill; /* the deferred tensors' bytes */
+  void *fill_ctx;
 };
 
 /* C sizes of one value as the caller passes it (STRING: a const char *). */
@@ -288,6 +290,15 @@ int mkc_gguf_add_raw(mkc_gguf_writer *w, const char *name, uint32_t type, uint32
   return 0;
 }
 
+int mkc_gguf_add_deferred(mkc_gguf_writer *w, const char *name, uint32_t type, uint32_t n_dims,
+                          const int64_t *ne) {
+  return add(w, name, type, n_dims, ne) ? 0 : -1;
+}
+
+void mkc_gguf_set_fill(mkc_gguf_writer *w, mkc_gguf_fill_fn fill, void *ctx) {
+  w->fill = fill, w->fill_ctx = ctx;
+}
+
 int mkc_gguf_add_tensor(mkc_gguf_writer *w, const char *name, uint32_t type, uint32_t n_dims,
                         const int64_t *ne, const float *values) {
   if (type != MKC_GGML_F32 && type != MKC_GGML_F16 && type != MKC_GGML_BF16 &&
@@ -348,9 +359,21 @@ int mkc_gguf_write(mkc_gguf_writer *w, const char *path) {
   int bad = fwrite(header.p, 1, header.len, out) != header.len;
   free(header.p);
   static const uint8_t zeros[256];
+  int filled = 0; /* a deferred tensor's fill failed (and said why) */
   for (size_t i = 0; !bad && i < w->n_tensors; i++) {
     const pending_tensor *t = &w->tensors[i];
-    bad = t->n_bytes && fwrite(t->data, 1, t->n_bytes, out) != t->n_bytes;
+    const void *data = t->data;
+    void *made = NULL;
+    if (!data && t->n_bytes) { /* deferred: made now, written, freed */
+      if (!w->fill || !(made = malloc(t->n_bytes)))
+        filled = writer_error("tensor '%s': %s", t->name, w->fill ? "out of memory" : "no data");
+      else if (w->fill(w->fill_ctx, i, made) != 0)
+        filled = -1;
+      data = made;
+      bad = filled != 0;
+    }
+    bad = bad || (t->n_bytes && fwrite(data, 1, t->n_bytes, out) != t->n_bytes);
+    free(made);
     for (uint64_t pad = align_up(t->n_bytes, w->alignment) - t->n_bytes; !bad && pad;) {
       size_t k = pad < sizeof zeros ? pad : sizeof zeros;
       bad = fwrite(zeros, 1, k, out) != k;
@@ -358,6 +381,7 @@ int mkc_gguf_write(mkc_gguf_writer *w, const char *path) {
     }
   }
   if (bad) mkc_atomic_abandon(out, tmp);
+  if (filled) return -1;
   if (bad || mkc_atomic_commit(out, tmp, path) != 0) {
     fprintf(stderr, "mkc: error: cannot write %s: %s\n", path,
             errno ? strerror(errno) : "I/O error");
