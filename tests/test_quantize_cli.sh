@@ -158,6 +158,32 @@ for t in Q4_0 IQ4_XS; do
     || fail "quantize 8 layers $t"
 done
 
+# experts: an entry of columns by experts gives each expert its own part. Expert 1 of
+# blk.0.ffn_gate_exps weighted unevenly, the others by 1s: only expert 1's bytes move off the
+# unweighted file's
+"$mkc" init --preset mixtral-tiny --seed 1 -o "$tmp/moe.gguf" >/dev/null 2>&1
+python3 - "$tmp/moe.dat" <<'PY'
+import struct, sys
+v = [1.0] * 64 + [1000.0 if c % 5 == 0 else 0.001 for c in range(64)] + [1.0] * 128
+n = b"blk.0.ffn_gate_exps.weight"
+open(sys.argv[1], "wb").write(struct.pack("<ii", 1, len(n)) + n + struct.pack("<ii", 1, 256)
+                              + struct.pack("<256f", *v))
+PY
+"$mkc" quantize --imatrix "$tmp/moe.dat" "$tmp/moe.gguf" "$tmp/moe_w.gguf" Q4_0 >/dev/null 2>&1
+"$mkc" quantize "$tmp/moe.gguf" "$tmp/moe_u.gguf" Q4_0 >/dev/null 2>&1
+same=$(python3 - "$tmp/moe_w.gguf" "$tmp/moe_u.gguf" <<'PY'
+import sys
+sys.path.insert(0, "tests")
+from gguf_dump import read
+a, b = ({t[0]: t[3] for t in read(p)[1]} for p in sys.argv[1:])
+name = "blk.0.ffn_gate_exps.weight"
+per = len(a[name]) // 4
+print(" ".join(str(a[name][i * per:(i + 1) * per] == b[name][i * per:(i + 1) * per]) for i in range(4)))
+PY
+)
+[ "$same" = "True False True True" ] && ok "--imatrix with experts: each expert its own part of the entry" \
+  || fail "--imatrix with experts" "experts like the unweighted file's: $same"
+
 # SmolLM2 (test data, Q4_1): 30 layers of 576 columns, a tied output: requantized to Q4_K_M,
 # most matrices fall back (Q4_K to Q5_0, Q6_K to Q8_0) and ffn_down (1536 columns) keeps Q4_K
 # and Q6_K; it answers as a model
