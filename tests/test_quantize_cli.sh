@@ -90,6 +90,18 @@ if "$mkc" quantize "${flags[@]}" "$tmp/blocks.gguf" "$tmp/blocks_f.gguf" Q4_K_M 
 else
   fail "quantize with flags" "$(cat "$tmp/err")"
 fi
+# --tensor-type-file: the same items as --tensor-type, spaces and newlines between; --override-kv
+printf 'attn_q=q8_0 ffn_up=q5_0\n\n  attn_output=q6_k\n' >"$tmp/tt.txt"
+if "$mkc" quantize --tensor-type-file "$tmp/tt.txt" --override-kv general.name=str:renamed \
+  "$tmp/blocks.gguf" "$tmp/blocks_tt.gguf" Q4_K_M >/dev/null 2>"$tmp/err"; then
+  types_check "--tensor-type-file" "$tmp/blocks_tt.gguf" "$tmp/blocks.gguf" Q4_K_M \
+    --tensor-type attn_q=q8_0 --tensor-type ffn_up=q5_0 --tensor-type attn_output=q6_k
+  dump "$tmp/blocks_tt.gguf" | grep -qx 'kv general.name renamed' \
+    && ok "--override-kv general.name=str:renamed: in the output" \
+    || fail "--override-kv" "$(dump "$tmp/blocks_tt.gguf" | grep general.name)"
+else
+  fail "--tensor-type-file" "$(cat "$tmp/err")"
+fi
 "$mkc" quantize --leave-output-tensor "$tmp/blocks.gguf" "$tmp/blocks_l.gguf" Q4_K_M >/dev/null 2>&1 \
   && types_check "--leave-output-tensor" "$tmp/blocks_l.gguf" "$tmp/blocks.gguf" Q4_K_M --leave-output-tensor \
   || fail "--leave-output-tensor"
@@ -245,6 +257,16 @@ expect_error "--tensor-type, not a regular expression" \
 expect_error "a flag's type that the rows do not fit" \
   "mkc: error: quantize: token_embd.weight: its 64 columns are not whole blocks of Q4_K, the type a flag gives it" \
   -- quantize --token-embedding-type q4_k "$tmp/tiny.gguf" "$tmp/x.gguf" Q8_0
+printf 'attn_q=q8_0 attn_k\n' >"$tmp/tt_bad.txt"
+expect_error "--tensor-type-file, an item without a type" \
+  "mkc: error: quantize: --tensor-type-file: expected PATTERN=TYPE, got 'attn_k'" \
+  -- quantize --tensor-type-file "$tmp/tt_bad.txt" "$tmp/blocks.gguf" "$tmp/x.gguf" Q4_K_M
+expect_error "--tensor-type-file, no such file" \
+  "mkc: error: $tmp/none.txt: --tensor-type-file: No such file or directory" \
+  -- quantize --tensor-type-file "$tmp/none.txt" "$tmp/blocks.gguf" "$tmp/x.gguf" Q4_K_M
+expect_error "--override-kv without a type" \
+  "mkc: error: --override-kv: general.name: expected the type int:, float:, bool: or str:, got 'renamed'" \
+  -- quantize --override-kv general.name=renamed "$tmp/blocks.gguf" "$tmp/x.gguf" Q4_K_M
 expect_error "THREADS out of range" "mkc: error: quantize: THREADS: expected 1 to 32, got '0'" \
   -- quantize "$tmp/blocks.gguf" "$tmp/x.gguf" Q4_K_M 0
 expect_error "too few arguments" "mkc: error: quantize: IN.gguf, OUT.gguf and TYPE are required" \

@@ -2,6 +2,7 @@
  * (Q4_K_M, Q8_0, ...), each tensor typed by llama.cpp's mix rules
  * (formats/quant_mix.h) and encoded by mkc's quantizers (formats/quantize.h),
  * with llama-quantize's command line. */
+#include <errno.h>
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,9 +14,11 @@
 #include "commands.h"
 #include "formats/dequant.h"
 #include "formats/gguf.h"
+#include "formats/gguf_override.h"
 #include "formats/imatrix.h"
 #include "formats/quant_mix.h"
 #include "formats/quantize.h"
+#include "util/files.h"
 
 static const char USAGE[] =
     "usage: mkc quantize [options] IN.gguf OUT.gguf TYPE [THREADS]\n"
@@ -50,9 +53,14 @@ static const char USAGE[] =
     "  --include-weights NAME     use the matrix's entries only for tensors whose\n"
     "                         names contain NAME; repeatable\n"
     "  --exclude-weights NAME     not for tensors whose names contain NAME\n"
+    "  --tensor-type-file F   --tensor-type's PATTERN=T items, separated by spaces or\n"
+    "                         newlines\n"
+    "  --override-kv KEY=TYPE:VALUE  metadata set in OUT (and read so by the rules),\n"
+    "                         as llama.cpp's flag; repeatable\n"
     "  --dry-run              the types and sizes, without writing OUT\n";
 
-#define MAX_OVERRIDES 64
+#define MAX_OVERRIDES 1024 /* --tensor-type and --tensor-type-file's lines */
+#define MAX_NAMES 64       /* --include-weights, --exclude-weights, --override-kv */
 
 typedef struct override {
   regex_t re;
@@ -65,8 +73,10 @@ typedef struct options {
   int threads, requantize, dry_run;
   override ov[MAX_OVERRIDES];
   int n_ov;
-  const char *names[MAX_OVERRIDES]; /* --include-weights or --exclude-weights */
+  const char *names[MAX_NAMES]; /* --include-weights or --exclude-weights */
   int n_names, include, exclude;
+  const char *kv[MAX_NAMES]; /* --override-kv */
+  int n_kv;
   mkc_imatrix im;
 } options;
 
@@ -100,6 +110,47 @@ static void free_overrides(options *o) {
   o->n_ov = 0;
 }
 
+/* One PATTERN=TYPE of --tensor-type (flag) or --tensor-type-file into o; 0 or a usage error's
+ * status. */
+static int tensor_type(options *o, const char *flag, const char *v) {
+  const char *eq = strrchr(v, '=');
+  char msg[200];
+  if (!eq || eq == v || !eq[1]) {
+    snprintf(msg, sizeof msg, "quantize: %s: expected PATTERN=TYPE, got '%%s'", flag);
+    return usage(msg, v);
+  }
+  if (o->n_ov == MAX_OVERRIDES) return usage("quantize: --tensor-type: more than %s", "1024");
+  if (eq - v >= 512) {
+    snprintf(msg, sizeof msg, "quantize: %s: a pattern of 512 bytes or more: '%%.40s...'", flag);
+    return usage(msg, v);
+  }
+  char pattern[512];
+  snprintf(pattern, sizeof pattern, "%.*s", (int)(eq - v), v);
+  override *ov = &o->ov[o->n_ov];
+  int rc = 0;
+  if ((ov->type = type_arg(flag, eq + 1, &rc)) == MKC_QUANT_NO_TYPE) return rc;
+  if (regcomp(&ov->re, pattern, REG_EXTENDED | REG_NOSUB) != 0) {
+    snprintf(msg, sizeof msg, "quantize: %s: '%%s' is not a regular expression", flag);
+    return usage(msg, pattern);
+  }
+  o->n_ov++;
+  return 0;
+}
+
+/* --tensor-type-file: PATTERN=TYPE items separated by spaces or newlines, as llama-quantize's. */
+static int tensor_type_file(options *o, const char *path) {
+  size_t size;
+  char *text = mkc_read_file(path, &size);
+  if (!text) return mkc_error_in(path, "--tensor-type-file: %s", strerror(errno)), 2;
+  int rc = 0;
+  if (memchr(text, 0, size)) rc = usage("quantize: --tensor-type-file %s: a NUL byte in it", path);
+  for (char *save = NULL, *item = strtok_r(text, " \t\r\n", &save); item && !rc;
+       item = strtok_r(NULL, " \t\r\n", &save))
+    rc = tensor_type(o, "--tensor-type-file", item);
+  free(text);
+  return rc;
+}
+
 /* Reads argv into o and m's flags; 0, MKC_CLI_HELP, or a usage error's status. */
 static int parse(int argc, char **argv, options *o, mkc_quant_mix *m) {
   const char *pos[4];
@@ -109,7 +160,8 @@ static int parse(int argc, char **argv, options *o, mkc_quant_mix *m) {
     int has_value = strcmp(a, "--output-tensor-type") == 0 ||
                     strcmp(a, "--token-embedding-type") == 0 || strcmp(a, "--tensor-type") == 0 ||
                     strcmp(a, "--imatrix") == 0 || strcmp(a, "--include-weights") == 0 ||
-                    strcmp(a, "--exclude-weights") == 0;
+                    strcmp(a, "--exclude-weights") == 0 || strcmp(a, "--tensor-type-file") == 0 ||
+                    strcmp(a, "--override-kv") == 0;
     if (has_value && i + 1 >= argc) return usage("quantize: %s needs a value", a);
     const char *v = has_value ? argv[++i] : NULL;
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -130,24 +182,20 @@ static int parse(int argc, char **argv, options *o, mkc_quant_mix *m) {
     else if (strcmp(a, "--imatrix") == 0)
       o->imatrix = v;
     else if (strcmp(a, "--include-weights") == 0 || strcmp(a, "--exclude-weights") == 0) {
-      if (o->n_names == MAX_OVERRIDES) return usage("quantize: %s: more than 64", a);
+      if (o->n_names == MAX_NAMES) return usage("quantize: %s: more than 64", a);
       o->names[o->n_names++] = v;
       a[2] == 'i' ? (o->include = 1) : (o->exclude = 1);
       if (o->include && o->exclude)
         return usage("%s", "quantize: --include-weights and --exclude-weights cannot be used "
                            "together");
-    } else if (strcmp(a, "--tensor-type") == 0) {
-      const char *eq = strrchr(v, '=');
-      if (!eq || eq == v || !eq[1])
-        return usage("quantize: --tensor-type: expected PATTERN=TYPE, got '%s'", v);
-      if (o->n_ov == MAX_OVERRIDES) return usage("quantize: --tensor-type: more than %s", "64");
-      char pattern[512];
-      snprintf(pattern, sizeof pattern, "%.*s", (int)(eq - v), v);
-      override *ov = &o->ov[o->n_ov];
-      if ((ov->type = type_arg(a, eq + 1, &rc)) == MKC_QUANT_NO_TYPE) break;
-      if (regcomp(&ov->re, pattern, REG_EXTENDED | REG_NOSUB) != 0)
-        return usage("quantize: --tensor-type: '%s' is not a regular expression", pattern);
-      o->n_ov++;
+    } else if (strcmp(a, "--tensor-type") == 0)
+      rc = tensor_type(o, a, v);
+    else if (strcmp(a, "--tensor-type-file") == 0)
+      rc = tensor_type_file(o, v);
+    else if (strcmp(a, "--override-kv") == 0) {
+      if (o->n_kv == MAX_NAMES) return usage("quantize: --override-kv: more than %s", "64");
+      if (mkc_gguf_override_check(v) != 0) return 2;
+      o->kv[o->n_kv++] = v;
     } else if (a[0] == '-' && a[1])
       return usage("quantize: unknown option '%s'", a);
     else if (n_pos == 4)
@@ -410,6 +458,8 @@ int mkc_cmd_quantize(int argc, char **argv) {
     fprintf(stderr, "mkc: error: quantize: out of memory\n");
     goto done;
   }
+  for (int i = 0; i < o.n_kv; i++)
+    if (mkc_gguf_override(f, o.kv[i]) != 0) goto done;
   const char *arch = "";
   if (mkc_gguf_get_str(f, "general.architecture", &arch) != 1) {
     fprintf(stderr, "mkc: error: %s: no general.architecture: not a model llama-quantize reads\n",
