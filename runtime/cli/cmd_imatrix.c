@@ -74,6 +74,7 @@ static void *run_worker(void *arg) {
       else
         mkc_imatrix_acc_add(&k->acc, r);
     }
+    if (k->rc) break;
     pthread_mutex_lock(k->lock);
     int done = ++*k->done;
     double s = mkc_seconds() - k->t0;

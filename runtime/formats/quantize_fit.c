@@ -183,7 +183,7 @@ static void gather16(const float *x, const float *w, float v[16][16], float u[16
   }
 }
 
-/* Sub-block scales s[j] (>= 0 where top_neg is 0) as a step d (f16, stored
+/* Sub-block scales s[j] (signed where lo < 0) as a step d (f16, stored
  * in *dh) times integers sc[j] within [lo, hi]: d = the largest |s| over the
  * top, rounded to nearest. */
 static float round_scales(const float *s, int n, int lo, int hi, uint16_t *dh, int *sc) {
