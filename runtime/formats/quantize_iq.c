@@ -196,6 +196,7 @@ static uint16_t encode(const iq_kind *k, const float *x, const float *w, int sig
   float d = mkc_f16_to_float(dh);
   for (int b = 0; b < n_sub; b++) {
     int guess = d > 0 ? (int)lroundf(step[b] / (d * k->unit) - k->lift) : 0;
+    guess = guess < 0 ? 0 : guess > 15 ? 15 : guess; /* so some scale is always tried */
     float best_err = INFINITY;
     scale[b] = 0;
     for (int sc = guess - 2; sc <= guess + 2; sc++) {
@@ -309,6 +310,7 @@ static uint16_t encode_iq1(const float *x, const float *w, int per_scale, int pe
   float d = mkc_f16_to_float(dh);
   for (int b = 0; b < n_scale; b++) {
     int guess = d > 0 ? (int)lroundf((step[b] / d - 1.0f) / 2.0f) : 0;
+    guess = guess < 0 ? 0 : guess > 7 ? 7 : guess; /* so some scale is always tried */
     float best_err = INFINITY;
     scale[b] = 0;
     for (int sc = guess - 2; sc <= guess + 2; sc++) {
