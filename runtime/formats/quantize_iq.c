@@ -161,6 +161,31 @@ static uint16_t d_reaching(float max_step, float top) {
   return dh;
 }
 
+/* A sub-block's step (k->sub magnitudes m, weights w) refitted from step0, the one that puts
+ * its largest at the grid's top: twice, each group on its nearest entry for the step, then the
+ * least-squares step for those entries; step0 if that leaves more error. */
+static float fitted_step(const iq_kind *k, const float *m, const float *w, float step0) {
+  float best = step0, best_err = INFINITY, st = step0;
+  for (int pass = 0; pass < 3 && st > 0; pass++) {
+    double smg = 0, sgg = 0, smm = 0;
+    for (int e = 0; e < k->sub / k->elems; e++) {
+      float t[8], err;
+      const float *me = m + k->elems * e, *we = w + k->elems * e;
+      for (int j = 0; j < k->elems; j++) t[j] = me[j] / st;
+      int idx = nearest_entry(k, t, we, &err);
+      for (int j = 0; j < k->elems; j++) {
+        double g = grid_byte(k, idx, j);
+        smg += we[j] * me[j] * g, sgg += we[j] * g * g, smm += (double)we[j] * me[j] * me[j];
+      }
+    }
+    float err = (float)(smm - 2 * st * smg + (double)st * st * sgg); /* at st, the step tried */
+    if (err < best_err) best_err = err, best = st;
+    if (!(sgg > 0) || !(smg > 0)) break;
+    st = (float)(smg / sgg);
+  }
+  return best;
+}
+
 /* A 256-element block's codes: per group of 8 its signs (bit j: element j
  * negative), per entry (8 or 4 elements) its index, per sub-block its 4-bit
  * scale; returns d as f16 bits. */
@@ -189,7 +214,7 @@ static uint16_t encode(const iq_kind *k, const float *x, const float *w, int sig
   for (int b = 0; b < n_sub; b++) {
     float amax = 0;
     for (int i = 0; i < k->sub; i++) amax = fmaxf(amax, mag[k->sub * b + i]);
-    step[b] = amax / (float)top;
+    step[b] = fitted_step(k, mag + k->sub * b, w + k->sub * b, amax / (float)top);
     max_step = fmaxf(max_step, step[b]);
   }
   uint16_t dh = d_reaching(max_step, k->unit * (k->lift + 15.0f));
