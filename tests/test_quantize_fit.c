@@ -229,7 +229,7 @@ static void test_against_covering(void) {
       }
     CHECK(!worse && finite, "%s: no block of any kind of row has more error fitted than covered",
           name(type));
-    /* Q8_0-like fine grids aside, an outlier's block is where a fit gains */
+    /* an outlier's block is where a fit gains most */
     CHECK(sum_fit < sum_cover, "%s: rows with outliers: %.3f of the covering error", name(type),
           sum_fit / sum_cover);
   }
