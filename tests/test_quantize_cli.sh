@@ -125,11 +125,11 @@ if [ -s "$tmp/blocks_im.gguf" ] && [ -s "$tmp/blocks_id.gguf" ]; then
   cmp -s <(dump "$tmp/blocks_im.gguf" | grep '^tensor') <(dump "$tmp/blocks_id.gguf" | grep '^tensor') \
     && ok "--imatrix: the GGUF and the .dat, the same bytes" || fail "--imatrix: the two formats' bytes"
   dump "$tmp/blocks_im.gguf" | grep '^kv quantize.imatrix' >"$tmp/kv"
-  printf '%s\n' "kv quantize.imatrix.file $im.gguf" "kv quantize.imatrix.dataset README.md" \
+  printf '%s\n' "kv quantize.imatrix.file $im.gguf" "kv quantize.imatrix.dataset tests/data/imatrix_text.txt" \
     "kv quantize.imatrix.entries_count 14" "kv quantize.imatrix.chunks_count 4" >"$tmp/kv_want"
   cmp -s "$tmp/kv" "$tmp/kv_want" && ok "--imatrix: file, dataset, entries and chunks in the metadata" \
     || fail "--imatrix: the metadata" "$(diff "$tmp/kv" "$tmp/kv_want")"
-  grep -q "^mkc: quantize: $im.gguf: 14 importance matrix entries (14 kept) from README.md, 4 chunks$" "$tmp/err_g" \
+  grep -q "^mkc: quantize: $im.gguf: 14 importance matrix entries (14 kept) from tests/data/imatrix_text.txt, 4 chunks$" "$tmp/err_g" \
     && ok "--imatrix: what it read is said" || fail "--imatrix: what it read" "$(head -n 2 "$tmp/err_g")"
 else
   fail "quantize --imatrix" "$(tail -n 3 "$tmp/err_g")" "$(tail -n 3 "$tmp/err_d")"

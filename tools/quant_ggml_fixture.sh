@@ -4,7 +4,7 @@
 # ggml_quantize_chunk encodes them, without and with an importance matrix) and
 # tests/data/imatrix_blocks_tiny.gguf and .dat (llama-imatrix, both formats, on `mkc init
 # --preset blocks-tiny --seed 2 --type f32` with tools/gguf_add_vocab.py's stand-in vocabulary,
-# over this repo's README), and tests/data/imatrix_llamacpp.gguf with standin_vocab.gguf (the
+# over tests/data/imatrix_text.txt), and tests/data/imatrix_llamacpp.gguf with standin_vocab.gguf (the
 # same vocabulary alone): llama-imatrix on a llama of 64 columns whose RoPE llama.cpp reads as mkc
 # does (interleaved; blocks-tiny's is NeoX), over imatrix_text.txt, which test_imatrix_cli.sh
 # checks `mkc imatrix` against. Its matrices are F32 (with BF16 ones llama.cpp's CPU rounds the
@@ -21,13 +21,13 @@ work=${WORK:-$(mktemp -d)}
   WORK=$work bash tools/gemma_llamacpp_fixture.sh gemma3-tiny >/dev/null
 l=$work/llama.cpp
 cmake --build "$l/build" --target llama-imatrix -j"$(nproc)" >&2
-gcc -O1 tools/quant_ggml_fixture.c -I"$l/ggml/include" "$l/build/ggml/src/libggml-base.a" \
-  -lpthread -lm -o "$work/quant_ggml_fixture"
+g++ -O1 -x c tools/quant_ggml_fixture.c -x none -I"$l/ggml/include" \
+  "$l/build/ggml/src/libggml-base.a" -lgomp -lpthread -lm -o "$work/quant_ggml_fixture"
 "$work/quant_ggml_fixture" tests/data/quant_ggml.bin
 build/mkc init --preset blocks-tiny --seed 2 --type f32 -o "$work/bt.gguf" >&2
 python3 tools/gguf_add_vocab.py "$work/bt.gguf" "$work/bt-vocab.gguf"
 for format in gguf dat; do
-  "$l/build/bin/llama-imatrix" -m "$work/bt-vocab.gguf" -f README.md -c 64 --chunks 4 -t 2 \
+  "$l/build/bin/llama-imatrix" -m "$work/bt-vocab.gguf" -f tests/data/imatrix_text.txt -c 64 --chunks 4 -t 2 \
     --output-format $format -o tests/data/imatrix_blocks_tiny.$format >&2
 done
 python3 tools/gguf_add_vocab.py --vocab-only 300 tests/data/standin_vocab.gguf
