@@ -96,7 +96,7 @@ if "$mkc" quantize --tensor-type-file "$tmp/tt.txt" --override-kv general.name=s
   "$tmp/blocks.gguf" "$tmp/blocks_tt.gguf" Q4_K_M >/dev/null 2>"$tmp/err"; then
   types_check "--tensor-type-file" "$tmp/blocks_tt.gguf" "$tmp/blocks.gguf" Q4_K_M \
     --tensor-type attn_q=q8_0 --tensor-type ffn_up=q5_0 --tensor-type attn_output=q6_k
-  dump "$tmp/blocks_tt.gguf" | grep -qx 'kv general.name renamed' \
+  dump "$tmp/blocks_tt.gguf" | grep -x 'kv general.name renamed' >/dev/null \
     && ok "--override-kv general.name=str:renamed: in the output" \
     || fail "--override-kv" "$(dump "$tmp/blocks_tt.gguf" | grep general.name)"
 else
