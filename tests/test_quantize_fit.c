@@ -310,7 +310,8 @@ static void test_imatrix_files(void) {
              a.entries[i].values[k] > 0;
   }
   CHECK(same, "the same names, sizes (768 for ffn_down, else 256) and positive means in both");
-  CHECK(a.chunks == 4 && b.chunks == 4 && a.dataset && b.dataset && strstr(a.dataset, "imatrix_text.txt"),
+  CHECK(a.chunks == 4 && b.chunks == 4 && a.dataset && b.dataset &&
+            strstr(a.dataset, "imatrix_text.txt"),
         "4 chunks of imatrix_text.txt recorded in both (%d, %d)", a.chunks, b.chunks);
   const mkc_imatrix_entry *e = mkc_imatrix_find(&a, "blk.1.ffn_down.weight");
   CHECK(e && e->n == 768 && !mkc_imatrix_find(&a, "token_embd.weight"),
