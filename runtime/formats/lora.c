@@ -1,7 +1,6 @@
 /* LoRA adapters merged into the weights at load (lora.h). */
 #include "lora.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +10,7 @@
 #include "util/clock.h"
 #include "util/files.h"
 #include "util/mapped.h"
+#include "util/parts.h"
 #include "util/text.h"
 
 static const char SUFFIX_A[] = ".lora_a", SUFFIX_B[] = ".lora_b";
@@ -157,11 +157,9 @@ static int merge(mkc_tensor *w, const float *a, const float *b, int r, float s) 
   int n = cores < 1 ? 1 : cores > MERGE_THREADS ? MERGE_THREADS : (int)cores;
   if (n > w->rows / 16) n = w->rows / 16 > 0 ? w->rows / 16 : 1; /* a small matrix: one */
   merge_job jobs[MERGE_THREADS];
-  pthread_t threads[MERGE_THREADS];
   float *rows = malloc((size_t)n * w->cols * sizeof *rows);
   if (!rows) return -1;
-  int started = 0;
-  for (int t = 0; t < n; t++) {
+  for (int t = 0; t < n; t++)
     jobs[t] = (merge_job){w,
                           a,
                           b,
@@ -170,11 +168,7 @@ static int merge(mkc_tensor *w, const float *a, const float *b, int r, float s) 
                           (int)((long)w->rows * (t + 1) / n),
                           s,
                           rows + (size_t)t * w->cols};
-    if (t > 0 && pthread_create(&threads[t], NULL, merge_rows, &jobs[t]) == 0) started |= 1 << t;
-  }
-  merge_rows(&jobs[0]);
-  for (int t = 1; t < n; t++) /* a thread that did not start: its rows here */
-    started &(1 << t) ? (void)pthread_join(threads[t], NULL) : (void)merge_rows(&jobs[t]);
+  mkc_run_parts(merge_rows, jobs, sizeof *jobs, n);
   free(rows);
   return 0;
 }

@@ -35,12 +35,12 @@
 #include "quantize.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <string.h>
 
 #include "dequant.h"
 #include "quantize_iq.h"
 #include "quantize_pack.h"
+#include "util/parts.h"
 #include "weights.h"
 
 static void put_u16(uint8_t *p, uint16_t h) {
@@ -356,8 +356,6 @@ static void block_iq1_m(const float *x, uint8_t *b) { mkc_quantize_iq1_m(x, NULL
 
 typedef void (*block_writer)(const float *x, uint8_t *b);
 
-enum { QUANTIZE_THREADS_MAX = 32 };
-
 /* The block types written here, by ggml type id (dequant.h's list). */
 static const block_writer WRITERS[] = {MKC_BLOCK_TYPES(MKC_BLOCK_FN)};
 
@@ -411,27 +409,18 @@ int mkc_quantize_parallel(uint32_t type, const float *src, size_t n, void *dst, 
   const mkc_ggml_type_info *info = mkc_ggml_type(type);
   if (!info || n % (size_t)info->block) return -1;
   size_t blocks = n / (size_t)info->block;
-  if (threads > QUANTIZE_THREADS_MAX) threads = QUANTIZE_THREADS_MAX;
+  if (threads > MKC_PARTS_MAX) threads = MKC_PARTS_MAX;
   if (threads <= 1 || blocks < (size_t)threads * 64) return mkc_quantize(type, src, n, dst);
-  quantize_part part[QUANTIZE_THREADS_MAX];
-  pthread_t thread[QUANTIZE_THREADS_MAX];
-  unsigned started = 0;
+  quantize_part part[MKC_PARTS_MAX];
   int rc = 0;
-  /* thread t: blocks [blocks t / threads, blocks (t + 1) / threads); thread 0 is this one */
+  /* part t: blocks [blocks t / threads, blocks (t + 1) / threads) */
   for (int t = 0; t < threads; t++) {
     size_t b0 = blocks * (size_t)t / (size_t)threads,
            b1 = blocks * (size_t)(t + 1) / (size_t)threads;
     part[t] = (quantize_part){type, src + b0 * (size_t)info->block, (b1 - b0) * (size_t)info->block,
                               (uint8_t *)dst + b0 * (size_t)info->block_bytes, 0};
-    if (t > 0 && pthread_create(&thread[t], NULL, quantize_part_main, &part[t]) != 0) {
-      part[t].rc = mkc_quantize(type, part[t].src, part[t].n, part[t].dst); /* no thread: here */
-      continue;
-    }
-    started |= 1u << t;
   }
-  part[0].rc = mkc_quantize(type, part[0].src, part[0].n, part[0].dst);
-  for (int t = 1; t < threads; t++)
-    if (started >> t & 1) pthread_join(thread[t], NULL);
+  mkc_run_parts(quantize_part_main, part, sizeof *part, threads);
   for (int t = 0; t < threads; t++) rc |= part[t].rc;
   return rc ? -1 : 0;
 }

@@ -16,7 +16,6 @@
  * quantize.c's covering one, whichever leaves the lesser weighted error as
  * the reader (dequant.c) decodes them: never worse than covering. */
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,6 +23,7 @@
 #include "quantize.h"
 #include "quantize_iq.h"
 #include "quantize_pack.h"
+#include "util/parts.h"
 
 enum { TRIES = 10 }; /* steps tried either side of a code end, a tenth of a code apart */
 
@@ -438,14 +438,11 @@ int mkc_quantize_fit(uint32_t type, const float *src, size_t rows, size_t cols,
   if (!mkc_quantize_has_fit(type))
     return mkc_quantize_parallel(type, src, rows * cols, dst, threads);
   if (!mkc_quant_row_bytes(type, (int)cols)) return -1;
-  enum { MAX_THREADS = 32 };
-  if (threads > MAX_THREADS) threads = MAX_THREADS;
+  if (threads > MKC_PARTS_MAX) threads = MKC_PARTS_MAX;
   if (threads < 1 || rows < (size_t)threads) threads = rows ? (int)rows : 1;
-  fit_part part[MAX_THREADS];
-  pthread_t thread[MAX_THREADS];
-  unsigned started = 0;
+  fit_part part[MKC_PARTS_MAX];
   int rc = 0;
-  for (int t = 0; t < threads; t++) {
+  for (int t = 0; t < threads; t++)
     part[t] = (fit_part){type,
                          src,
                          importance,
@@ -454,14 +451,7 @@ int mkc_quantize_fit(uint32_t type, const float *src, size_t rows, size_t cols,
                          rows * (size_t)(t + 1) / (size_t)threads,
                          dst,
                          0};
-    if (t > 0 && pthread_create(&thread[t], NULL, fit_rows, &part[t]) == 0)
-      started |= 1u << t;
-    else if (t > 0)
-      fit_rows(&part[t]); /* no thread: here */
-  }
-  fit_rows(&part[0]);
-  for (int t = 1; t < threads; t++)
-    if (started >> t & 1) pthread_join(thread[t], NULL);
+  mkc_run_parts(fit_rows, part, sizeof *part, threads);
   for (int t = 0; t < threads; t++) rc |= part[t].rc;
   return rc ? -1 : 0;
 }
