@@ -403,6 +403,7 @@ static void *fit_rows(void *arg) {
   fit_part *f = arg;
   const mkc_ggml_type_info *info = mkc_ggml_type(f->type);
   size_t row_bytes = mkc_quant_row_bytes(f->type, (int)f->cols);
+  grid_fn grid = grid_writer(f->type);
   float ones[256];
   for (int i = 0; i < 256; i++) ones[i] = 1;
   for (size_t r = f->r0; r < f->r1 && !f->rc; r++) {
@@ -412,7 +413,6 @@ static void *fit_rows(void *arg) {
       const float *w = f->importance ? f->importance + c : ones;
       mkc_qblock p;
       uint8_t cover[256];
-      grid_fn grid = grid_writer(f->type);
       if (grid && !f->importance) { /* unweighted, the grid encoders are mkc_quantize's */
         if (mkc_quantize(f->type, x + c, (size_t)info->block, out)) f->rc = -1;
         continue;
