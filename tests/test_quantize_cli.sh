@@ -137,15 +137,7 @@ fi
 # the mixes an importance matrix changes or allows, on 8 layers of 256 columns (the first
 # eighth's rules) with an importance matrix written here in the .dat format (its entries' means
 # 1 + column / 256); Q4_0 and IQ4_XS also without one
-cp graphs/llama.lua "$tmp/mix.lua"
-cat >>"$tmp/mix.lua" <<'LUA'
-preset "mix8" {
-  dim = 256, n_layers = 8, n_heads = 4, n_kv_heads = 1, head_dim = 64, ffn = 256,
-  vocab = 300, rope_theta = 10000, rope_layout = "neox", norm_eps = 1e-5,
-  tied = false, max_ctx = 256, qkv_bias = false, qk_norm = false,
-  rope_scaling = "none", sliding_window = "none", linear_attention = "none",
-}
-LUA
+cat graphs/llama.lua tests/graphs/mix8_preset.lua >"$tmp/mix.lua"
 "$mkc" init "$tmp/mix.lua" --preset mix8 --seed 3 -o "$tmp/mix8.gguf" >/dev/null 2>&1
 python3 - "$tmp/mix8.dat" <<'PY'
 import struct, sys
