@@ -221,12 +221,32 @@ print(json.dumps([x / n for x in a]))" >"$tmp/first8"
   kill -INT "$pid"
   wait "$pid"
 fi
-if start parallel --preset tiny --random-weights 5 --backend cpu --parallel 2; then
-  call /v1/embeddings "{\"input\": [$ids]}"
-  [ "$status" = 501 ] && grep -q "one request at a time" "$tmp/body" &&
-    ok "--parallel: embeddings refused with 501 (slots keep no hidden states)" ||
-    fail "--parallel embeddings" "$(cat "$tmp/ans")"
+# --parallel: the inputs are sequences on the slots, beside a completion decoding there; a
+# 40-token text's mean (fed in chunks) and a 10-token one's are the command's vectors.
+long=$(seq -s, 1 40)
+embed mean-normed --preset tiny --random-weights 5 --prompt-ids "$ids" --backend cpu --pooling mean
+embed long-mean --preset tiny --random-weights 5 --prompt-ids "$long" --backend cpu --pooling mean
+"$mkc" run --preset tiny --random-weights 5 --prompt-ids "$ids" -n 24 --backend cpu 2>/dev/null >"$tmp/run24"
+if start parallel --preset tiny --random-weights 5 --backend cpu --parallel 2 --pooling mean; then
+  python3 "$client" "$port" POST /v1/completions "{\"prompt\": [$ids], \"max_tokens\": 24}" \
+    >"$tmp/beside" 2>&1 &
+  beside=$!
+  call /v1/embeddings "{\"input\": [[$long], [$ids], [$long]]}"
+  python3 "$vec" answer "$tmp/body" >"$tmp/par"
+  cat "$tmp/long-mean" "$tmp/mean-normed" "$tmp/long-mean" >"$tmp/par-want"
+  [ "$status" = 200 ] && cmp -s <(python3 "$vec" norms "$tmp/par") <(python3 "$vec" norms "$tmp/par-want") &&
+    close "--parallel: three inputs on the slots, pooled by mean, the command's vectors" \
+      "$tmp/par" "$tmp/par-want" 1e-6 || fail "--parallel embeddings" "$(head -c 300 "$tmp/ans")"
+  wait "$beside"
+  tail -n +2 "$tmp/beside" >"$tmp/beside.json"
+  got=$(python3 "$client" get "$tmp/beside.json" choices 0 text 2>&1)
+  [ "$(head -n 1 "$tmp/beside")" = 200 ] && [ "$got" = "$(cat "$tmp/run24")" ] &&
+    ok "--parallel: the completion beside the embeddings gives run's 24 tokens" ||
+    fail "completion beside embeddings" "want $(cat "$tmp/run24")" "got $(cat "$tmp/beside")"
   kill -INT "$pid"
   wait "$pid"
+  grep -q "POST /v1/embeddings: 3 inputs, 90 tokens, pooling mean" "$tmp/parallel.err" &&
+    ok "--parallel: the server's log line for the embeddings" ||
+    fail "--parallel log" "$(tail -n 5 "$tmp/parallel.err")"
 fi
 finish

@@ -6,13 +6,18 @@
  * a session of the plain kernel (itself checked against the reference in
  * test_kernel.c); drafts in the slots are lossless, so each sequence's
  * tokens must be exactly those, up to its budget or stop. And a prompt run
- * alone gives the plain kernel's logits bit for bit. */
+ * alone gives the plain kernel's logits bit for bit. Embeddings on the slots
+ * (mkc serve --parallel's), beside sequences decoding, whole caches and
+ * paged, are the plain session's (exec/embed.h, itself checked against the
+ * reference in test_embed.c): every input's hidden state read, none shared. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
 #include "exec/batch.h"
 #include "exec/decode.h"
+#include "exec/embed.h"
 #include "slot_kernels.h"
 
 #define N_SEQS 9
@@ -131,6 +136,110 @@ static void shifted(kernel *plain, mkc_slots *p) {
   mkc_batch_free(&q, 1);
 }
 
+/* ---- embeddings on the slots (mkc_batch_seq.on_hidden) ---- */
+
+#define N_EMB 5
+#define EMB_TOL 1e-6
+
+typedef struct emb_sum {
+  mkc_embedder *e;
+  double acc[256];
+  int fed, n, pooling, fail_at; /* fail_at: a planted failure at that input (-1: none) */
+} emb_sum;
+
+static int sum_rows(void *ctx, mkc_slots *p, int slot, int n) {
+  emb_sum *a = ctx;
+  for (int t = 0; t < n; t++, a->fed++) {
+    if (a->fed == a->fail_at) return -1;
+    if (mkc_embed_pools(a->pooling, a->fed, a->n)) {
+      if (mkc_slots_hidden(p, slot, t, a->e->row) != 0) return -1;
+      mkc_embed_add(a->e, a->e->row, a->acc);
+    }
+  }
+  return 0;
+}
+
+/* Texts of 3, 20 and 9 tokens (past a slot's share of a step: fed alone), 40 (past t_max: in
+ * tiled chunks) and 2 (within the share: its rows after another slot's in a step), pooled by
+ * mean, cls, mean, last and mean, on p beside two decoding sequences, the first of
+ * which starts as the 40-token text does (paged, its pages could be shared: they must not be);
+ * each vector against the plain session's, each decoded sequence against plain greedy. */
+static void embeddings_on(kernel *plain, mkc_slots *p, const char *pool) {
+  static const int lens[N_EMB] = {3, 20, 40, 9, 2};
+  static const int pools[N_EMB] = {MKC_POOL_MEAN, MKC_POOL_CLS, MKC_POOL_MEAN, MKC_POOL_LAST,
+                                   MKC_POOL_MEAN};
+  int texts[N_EMB][40], dim = plain->g.dim, vocab = plain->g.vocab;
+  for (int i = 0; i < N_EMB; i++)
+    for (int t = 0; t < lens[i]; t++) texts[i][t] = (29 * i + 17 * t + 3) % vocab;
+  if (!CHECK(dim <= 256, "%s: the model's width fits the test's sums", pool)) return;
+  mkc_session *s = mkc_session_open(test_backend(), &plain->g, &plain->src, &plain->w, BLOCKS);
+  mkc_embedder plain_e, e;
+  float want[N_EMB][256], got[256];
+  int ok = s && mkc_embedder_open(&plain_e, s, &plain->w) == 0 &&
+           mkc_embedder_init(&e, &plain->g, &plain->w) == 0;
+  for (int i = 0; ok && i < N_EMB; i++)
+    ok = mkc_embed(&plain_e, texts[i], lens[i], pools[i], 2, want[i]) == 0;
+  if (!CHECK(ok, "%s: the plain session's embeddings", pool)) return;
+  /* two decoding: 0 the 40-token text's first 34 tokens (two pages), 1 a 6-token prompt */
+  int gen_prompt[6] = {5, 9, 2, 11, 4, 8}, want_gen[2][N_GEN];
+  mkc_batch_seq gen[2] = {{.prompt = texts[2], .n_prompt = 34, .n_predict = N_GEN},
+                          {.prompt = gen_prompt, .n_prompt = 6, .n_predict = N_GEN}};
+  for (int i = 0; i < 2; i++) {
+    gen[i].opt = (mkc_sampling){.top_p = 1, .repeat_penalty = 1};
+    ok &= greedy_of(plain, gen[i].prompt, gen[i].n_prompt, want_gen[i], N_GEN) == 0;
+  }
+  emb_sum sums[N_EMB + 1];
+  mkc_batch_seq q[N_EMB + 1];
+  memset(q, 0, sizeof q);
+  for (int i = 0; i <= N_EMB; i++) {
+    int k = i < N_EMB ? i : 2; /* the last: the 40-token text again, failing at its input 25 */
+    sums[i] = (emb_sum){.e = &e, .n = lens[k], .pooling = pools[k], .fail_at = i < N_EMB ? -1 : 25};
+    q[i] = (mkc_batch_seq){
+        .prompt = texts[k], .n_prompt = lens[k], .on_hidden = sum_rows, .ctx = &sums[i]};
+    q[i].opt = (mkc_sampling){.top_p = 1, .repeat_penalty = 1};
+  }
+  mkc_batch_opts o = {.drafts = 3};
+  mkc_sched *sc = mkc_sched_open(p, &o);
+  ok &= sc != NULL;
+  /* the first decodes for a few steps (its prompt fed), then the rest arrive */
+  if (ok) ok = mkc_sched_add(sc, &gen[0]) == 0;
+  for (int k = 0; ok && k < 4; k++) ok = mkc_sched_step(sc) == 1;
+  for (int i = 0; ok && i <= N_EMB; i++) ok = mkc_sched_add(sc, &q[i]) == 0;
+  if (ok) ok = mkc_sched_add(sc, &gen[1]) == 0;
+  int steps = ok ? drain(sc, 1000) : -1;
+  CHECK(ok && steps > 0 && mkc_sched_pending(sc) == 0, "%s: embeddings beside decoding: %d steps",
+        pool, steps);
+  for (int i = 0; ok && steps > 0 && i < N_EMB; i++) {
+    mkc_embed_end(&e, sums[i].acc, lens[i], pools[i], 2, got);
+    double worst = 0, top = 0;
+    for (int d = 0; d < dim; d++) {
+      double diff = fabs((double)got[d] - want[i][d]);
+      worst = diff > worst ? diff : worst;
+      top = fabs(want[i][d]) > top ? fabs(want[i][d]) : top;
+    }
+    CHECK(q[i].stopped == MKC_BATCH_BUDGET && q[i].n_out == 0 && sums[i].fed == lens[i] &&
+              worst <= EMB_TOL * top,
+          "%s: a %d-token text pooled by %s: every input read (%d), nothing emitted, the plain "
+          "session's vector (largest difference %.3g of %.3g)",
+          pool, lens[i], mkc_pooling_name(pools[i]), sums[i].fed, worst, top);
+  }
+  CHECK(q[N_EMB].stopped == MKC_BATCH_FAILED && sums[N_EMB].fed == 25,
+        "%s: an embedding whose rows cannot be read fails alone (at input %d)", pool,
+        sums[N_EMB].fed);
+  for (int i = 0; i < 2; i++)
+    CHECK(gen[i].stopped == MKC_BATCH_BUDGET && gen[i].n_out == N_GEN &&
+              memcmp(gen[i].out, want_gen[i], sizeof want_gen[i]) == 0,
+          "%s: decoding sequence %d beside the embeddings: plain greedy's %d tokens", pool, i,
+          N_GEN);
+  mkc_sched_close(sc);
+  mkc_batch_free(q, N_EMB + 1);
+  mkc_batch_free(gen, 2);
+  for (int sl = 0; sl < mkc_slots_count(p); sl++) mkc_slots_clear(p, sl);
+  mkc_embedder_close(&e);
+  mkc_embedder_close(&plain_e);
+  mkc_session_close(s);
+}
+
 int main(void) {
   if (test_skip_without_gpu()) return 0;
   slot_kernels_one_grid();
@@ -144,6 +253,16 @@ int main(void) {
   if (!p) return check_done();
   prompt_fed_alike(&plain, p);
   shifted(&plain, p);
+  embeddings_on(&plain, p, "whole caches");
+  kernel paged;
+  mkc_slots *pp = NULL;
+  if (CHECK(kernel_open_paged(&paged, SLOTS, 48) == 0 &&
+                (pp = mkc_slots_open(test_backend(), &paged.g, &paged.src, &paged.w, BLOCKS)),
+            "a pool of %d slots on 48 KV pages", SLOTS)) {
+    embeddings_on(&plain, pp, "paged");
+    mkc_slots_close(pp);
+    kernel_close(&paged);
+  }
 
   /* prompts of 1..20 tokens (one past a slot's share: its chunks go alone) */
   int prompts[N_SEQS][20], lens[N_SEQS] = {5, 20, 3, 7, 1, 9, 4, 12, 6};

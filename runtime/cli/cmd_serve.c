@@ -129,7 +129,7 @@ static const char USAGE[] =
     "                         (2..64; default: one at a time on the plain\n"
     "                         kernel); more wait in line. Drafts by prompt lookup\n"
     "                         (--draft-max K each); --kv-pages N sizes the shared\n"
-    "                         KV pool\n"
+    "                         KV pool. Embedding requests take slots too\n"
     "  -n, --n-predict N      a request's token limit when it gives no max_tokens\n"
     "                         (default -1: until the end or a full context)\n"
     "  --context-shift        answers go on past a full context, as run's do\n"

@@ -1,12 +1,14 @@
-/* mkc serve's embedding endpoints (serve/embed_api.h) on the server's
- * session, one request at a time: each input's tokens (BOS, the text, EOS
- * where the model's file asks) through exec/embed.h, answered in the shape of
- * the API asked. */
+/* mkc serve's embedding endpoints (serve/embed_api.h), one request at a
+ * time: each input's tokens (BOS, the text, EOS where the model's file asks)
+ * through exec/embed.h on the server's session, or with --parallel as
+ * sequences of the slot scheduler, answered in the shape of the API asked. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "exec/batch.h"
 #include "exec/embed.h"
+#include "interrupt.h"
 #include "serve.h"
 #include "serve/embed_api.h"
 #include "tokenizer/tokenizer.h"
@@ -120,6 +122,78 @@ static cJSON *answer(const mkc_server *sv, const mkc_embed_req *r, float *vecs, 
   return o;
 }
 
+/* One input on the slots: its pooled rows' sum so far. */
+typedef struct pooled {
+  mkc_embedder *e;
+  double *acc;
+  int fed, n, pooling;
+} pooled;
+
+/* The scheduler's call after a step fed n of the input's tokens in slot `slot`. */
+static int pool_rows(void *ctx, mkc_slots *p, int slot, int n) {
+  pooled *a = ctx;
+  for (int t = 0; t < n; t++, a->fed++)
+    if (mkc_embed_pools(a->pooling, a->fed, a->n)) {
+      if (mkc_slots_hidden(p, slot, t, a->e->row) != 0) return -1;
+      mkc_embed_add(a->e, a->e->row, a->acc);
+    }
+  return 0;
+}
+
+static int running(const mkc_batch_seq *q, int n) {
+  for (int i = 0; i < n; i++)
+    if (q[i].stopped == MKC_BATCH_RUNNING) return 1;
+  return 0;
+}
+
+/* --parallel: each input a sequence of the slot scheduler beside the requests decoding there,
+ * whose steps go on meanwhile (new connections wait, as behind any answer given whole); the
+ * pooled sums into acc[n][dim]. 0, or an HTTP status with why filled; *stop after a backend
+ * failure (the server stops, as it does when a slot step fails). */
+static int on_slots(mkc_server *sv, mkc_embedder *e, int **ids, const int *ns, int n, int pooling,
+                    double *acc, int *stop, char *why, size_t cap) {
+  mkc_batch_seq *q = calloc((size_t)n, sizeof *q);
+  pooled *a = calloc((size_t)n, sizeof *a);
+  int status = q && a ? 0 : 500, added = 0;
+  if (status) snprintf(why, cap, "out of memory");
+  for (int i = 0; !status && i < n; i++) {
+    a[i] = (pooled){e, acc + (size_t)i * e->dim, 0, ns[i], pooling};
+    q[i] = (mkc_batch_seq){.prompt = ids[i],
+                           .n_prompt = ns[i],
+                           .opt = {.top_p = 1, .repeat_penalty = 1}, /* greedy: never sampled */
+                           .on_hidden = pool_rows,
+                           .ctx = &a[i]};
+    if (mkc_sched_add(sv->sched, &q[i]) != 0) {
+      snprintf(why, cap, "out of memory");
+      status = 500;
+    } else {
+      added++;
+    }
+  }
+  while (!status && running(q, n)) {
+    if (mkc_interrupted) {
+      snprintf(why, cap, "the server is stopping (Ctrl-C)");
+      status = 503;
+    } else if (mkc_serve_slots_step(sv) != 0) {
+      snprintf(why, cap, "the slots' step failed (the server's log says why); the server stops");
+      status = 500;
+      *stop = 1;
+    }
+  }
+  for (int i = 0; i < added; i++) {
+    if (!status && q[i].stopped == MKC_BATCH_FAILED) {
+      snprintf(why, cap,
+               "input %d: its hidden states could not be read (the server's log says why)", i);
+      status = 500;
+    }
+    mkc_sched_cancel(sv->sched, &q[i]); /* its slot, or its place in line, goes now */
+  }
+  mkc_batch_free(q, added);
+  free(q);
+  free(a);
+  return status;
+}
+
 int mkc_serve_embed(mkc_server *sv, int fd, const mkc_http_req *req, int kind) {
   char why[400];
   mkc_embed_req r;
@@ -127,47 +201,53 @@ int mkc_serve_embed(mkc_server *sv, int fd, const mkc_http_req *req, int kind) {
     refuse(fd, kind, 400, why);
     return MKC_SERVE_DONE;
   }
-  int status = 0, dim = sv->m->g.dim, out_dim = r.dimensions ? r.dimensions : dim;
+  int status = 0, stop = 0, dim = sv->m->g.dim, out_dim = r.dimensions ? r.dimensions : dim;
   int pooling = mkc_pooling_choose(sv->pooling, sv->m->file.desc.pooling);
   mkc_embedder e = {0};
   float *vecs = NULL;
+  double *acc = NULL;
+  int **ids = NULL, *ns = NULL;
   long tokens = 0;
   double t0 = mkc_seconds();
-  if (sv->slots) {
-    snprintf(why, sizeof why,
-             "embeddings run one request at a time: this server decodes on "
-             "slots (--parallel), which keep no hidden states");
-    status = 501;
-  } else if (pooling < 0) {
+  if (pooling < 0) {
     snprintf(why, sizeof why, "the model's pooling (rank) gives no embedding (see the log)");
     status = 501;
   } else if (r.dimensions > dim) {
     snprintf(why, sizeof why, "dimensions %d: the model's embeddings have %d", r.dimensions, dim);
     status = 400;
-  } else if (!(vecs = malloc(((size_t)r.n + 1) * dim * sizeof *vecs))) {
+  } else if (!(vecs = malloc(((size_t)r.n + 1) * dim * sizeof *vecs)) ||
+             !(ids = calloc((size_t)r.n + 1, sizeof *ids)) ||
+             !(ns = calloc((size_t)r.n + 1, sizeof *ns)) ||
+             (sv->slots && !(acc = calloc(((size_t)r.n + 1) * dim, sizeof *acc)))) {
     snprintf(why, sizeof why, "out of memory");
     status = 500;
-  } else if (r.n && mkc_embedder_open(&e, sv->m->s, &sv->m->w) != 0) {
+  } else if (r.n && (sv->slots ? mkc_embedder_init(&e, &sv->m->g, &sv->m->w)
+                               : mkc_embedder_open(&e, sv->m->s, &sv->m->w)) != 0) {
     snprintf(why, sizeof why, "the model gives no embeddings (the server's log says why)");
     status = 501;
   }
+  for (int i = 0; !status && i < r.n; i++) {
+    status = input_tokens(sv, &r, i, &ids[i], &ns[i], why, sizeof why);
+    tokens += ns[i];
+  }
   /* the session is about to forget what it held for the next completion */
-  if (!status && r.n) sv->n_held = sv->n_valid = 0;
+  if (!status && r.n && !sv->slots) sv->n_held = sv->n_valid = 0;
+  if (!status && sv->slots)
+    status = on_slots(sv, &e, ids, ns, r.n, pooling, acc, &stop, why, sizeof why);
   int normalize = kind == MKC_EMBED_LEGACY ? -1 : 2;
   for (int i = 0; !status && i < r.n; i++) {
-    int *ids, n;
-    status = input_tokens(sv, &r, i, &ids, &n, why, sizeof why);
     /* vector i at i * out_dim: the embedding's dim values run past it into i + 1's place,
      * which the next input then writes (vecs has room for one whole vector past the last) */
     float *v = vecs + (size_t)i * out_dim;
-    if (!status && mkc_embed(&e, ids, n, pooling, r.dimensions ? -1 : normalize, v) != 0) {
+    int norm = r.dimensions ? -1 : normalize;
+    if (acc) {
+      mkc_embed_end(&e, acc + (size_t)i * dim, ns[i], pooling, norm, v);
+    } else if (mkc_embed(&e, ids[i], ns[i], pooling, norm, v) != 0) {
       snprintf(why, sizeof why, "input %d: the embedding failed (the server's log says why)", i);
       status = 500;
     }
     if (!status && r.dimensions) /* the first values, then normalized: as ollama cuts */
       mkc_embd_normalize(v, out_dim, normalize);
-    tokens += n;
-    free(ids);
   }
   mkc_embedder_close(&e);
   double seconds = mkc_seconds() - t0;
@@ -181,7 +261,11 @@ int mkc_serve_embed(mkc_server *sv, int fd, const mkc_http_req *req, int kind) {
     fprintf(stderr, "mkc: POST %s: %d input%s, %ld tokens, pooling %s, in %.3f s\n", req->path, r.n,
             r.n == 1 ? "" : "s", tokens, mkc_pooling_name(pooling), seconds);
   }
+  for (int i = 0; ids && i < r.n; i++) free(ids[i]);
+  free(ids);
+  free(ns);
+  free(acc);
   free(vecs);
   mkc_embed_req_free(&r);
-  return MKC_SERVE_DONE;
+  return stop ? MKC_SERVE_STOP : MKC_SERVE_DONE;
 }

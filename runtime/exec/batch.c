@@ -77,12 +77,13 @@ static int start(mkc_sched *sc, busy *b, int slot, mkc_batch_seq *q, long number
   b->n_feed = q->n_prompt;
   b->fed = 0;
   q->t_start = mkc_seconds();
-  if (q->n_predict == 0) q->stopped = MKC_BATCH_BUDGET;
+  if (q->n_predict == 0 && !q->on_hidden) q->stopped = MKC_BATCH_BUDGET;
   if (mkc_slots_clear(sc->p, slot) != 0 || mkc_slots_set_sampling(sc->p, slot, &q->opt) != 0)
     return -1;
   /* paged: the prompt's first pages another slot holds are shared, not fed again */
-  int shared =
-      q->stopped == MKC_BATCH_RUNNING ? mkc_slots_share(sc->p, slot, q->prompt, q->n_prompt) : 0;
+  int shared = q->stopped == MKC_BATCH_RUNNING && !q->on_hidden
+                   ? mkc_slots_share(sc->p, slot, q->prompt, q->n_prompt)
+                   : 0;
   if (shared < 0) return -1;
   b->fed = q->shared = shared;
   sc->st.shared += shared;
@@ -184,8 +185,16 @@ static int take(mkc_sched *sc, int s, busy *b) {
   int prompt = b->fed < b->n_feed;
   if (prompt) {
     b->fed += b->n_in;
+    if (q->on_hidden && q->on_hidden(q->ctx, sc->p, s, b->n_in) != 0) {
+      q->stopped = MKC_BATCH_FAILED;
+      return 0;
+    }
     if (b->fed < b->n_feed) return 0; /* the chunk's choice is not a token of the output */
     if (!q->t_prompt) q->t_prompt = mkc_seconds();
+    if (q->on_hidden) { /* an embedding: its rows are read, no token is emitted */
+      q->stopped = MKC_BATCH_BUDGET;
+      return 0;
+    }
   } else {
     st->drafted += b->n_in - 1;
     st->accepted += r.n_accepted;
@@ -334,7 +343,7 @@ int mkc_sched_step(mkc_sched *sc) {
     release(b);
     while (!b->q && sc->head < sc->n_queue) {
       mkc_batch_seq *q = sc->queue[sc->head];
-      if (sc->paged && waits_for_prefix(sc, q)) break;
+      if (sc->paged && !q->on_hidden && waits_for_prefix(sc, q)) break;
       sc->head++, sc->taken++;
       if (start(sc, b, s, q, sc->taken) != 0) return -1;
       release(b); /* -n 0 */

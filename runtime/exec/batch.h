@@ -39,6 +39,12 @@ typedef struct mkc_batch_seq {
    * (MKC_BATCH_ASKED), the step's later tokens not taken. NULL: none. */
   int (*on_token)(void *ctx, int id);
   void *ctx;
+  /* An embedding: its prompt is fed whole though n_predict is 0 (no page shared: every input's
+   * row is computed), and after each step that fed n of its inputs on_hidden(ctx, pool, slot, n)
+   * reads them (mkc_slots_hidden(pool, slot, 0..n-1)); nonzero fails the sequence
+   * (MKC_BATCH_FAILED), the others go on. Fed whole, it ends (MKC_BATCH_BUDGET) and emits
+   * nothing. NULL: a generation. */
+  int (*on_hidden)(void *ctx, mkc_slots *p, int slot, int n);
   /* A full context shifts (mkc_decode_opts.shift): the first n_keep tokens stay, the older half
    * of the rest goes, and the sequence goes on as mkc_decode_more's would. Needs n_predict >= 0 */
   int shift, n_keep;

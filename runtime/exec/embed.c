@@ -38,9 +38,8 @@ int mkc_pooling_choose(int asked, int file) {
   return p;
 }
 
-int mkc_embedder_open(mkc_embedder *e, mkc_session *s, const mkc_weights *w) {
+int mkc_embedder_init(mkc_embedder *e, const mkc_graph *g, const mkc_weights *w) {
   memset(e, 0, sizeof *e);
-  const mkc_graph *g = mkc_session_graph(s);
   const mkc_node *norm = mkc_graph_final_norm(g);
   const mkc_node *wn = norm ? &g->nodes[norm->in[1]] : NULL;
   if (!wn || wn->op != MKC_OP_WEIGHT || norm->group != norm->n || norm->n != g->dim) {
@@ -53,7 +52,6 @@ int mkc_embedder_open(mkc_embedder *e, mkc_session *s, const mkc_weights *w) {
   const mkc_weight_info *info = &g->weights[wn->weight];
   const mkc_tensor *t = mkc_weights_get(w, info->name, info->rows, info->cols);
   if (!t) return -1;
-  e->s = s;
   e->dim = g->dim;
   e->eps = norm->eps;
   e->norm_w = malloc((size_t)g->dim * sizeof *e->norm_w);
@@ -64,6 +62,12 @@ int mkc_embedder_open(mkc_embedder *e, mkc_session *s, const mkc_weights *w) {
     return -1;
   }
   mkc_tensor_row_f32(t, 0, e->norm_w);
+  return 0;
+}
+
+int mkc_embedder_open(mkc_embedder *e, mkc_session *s, const mkc_weights *w) {
+  if (mkc_embedder_init(e, mkc_session_graph(s), w) != 0) return -1;
+  e->s = s;
   return 0;
 }
 
@@ -93,14 +97,23 @@ void mkc_embd_normalize(float *v, int n, int normalize) {
     for (int i = 0; i < n; i++) v[i] = (float)(v[i] / norm);
 }
 
-/* acc += the final norm of input t's hidden state. */
-static int add_normed(mkc_embedder *e, int t, double *acc) {
-  if (mkc_session_hidden(e->s, t, e->row) != 0) return -1;
+int mkc_embed_pools(int pooling, int pos, int n) {
+  return pooling == MKC_POOL_MEAN || (pooling == MKC_POOL_CLS && pos == 0) ||
+         (pooling == MKC_POOL_LAST && pos == n - 1);
+}
+
+void mkc_embed_add(const mkc_embedder *e, const float *row, double *acc) {
   double ss = 0;
-  for (int i = 0; i < e->dim; i++) ss += (double)e->row[i] * e->row[i];
+  for (int i = 0; i < e->dim; i++) ss += (double)row[i] * row[i];
   double inv = 1.0 / sqrt(ss / e->dim + e->eps);
-  for (int i = 0; i < e->dim; i++) acc[i] += e->row[i] * inv * e->norm_w[i];
-  return 0;
+  for (int i = 0; i < e->dim; i++) acc[i] += row[i] * inv * e->norm_w[i];
+}
+
+void mkc_embed_end(const mkc_embedder *e, const double *acc, int n, int pooling, int normalize,
+                   float *out) {
+  double div = pooling == MKC_POOL_MEAN ? n : 1;
+  for (int i = 0; i < e->dim; i++) out[i] = (float)(acc[i] / div);
+  mkc_embd_normalize(out, e->dim, normalize);
 }
 
 int mkc_embed(mkc_embedder *e, const int *tokens, int n, int pooling, int normalize, float *out) {
@@ -130,16 +143,11 @@ int mkc_embed(mkc_embedder *e, const int *tokens, int n, int pooling, int normal
       break;
     }
     for (int t = 0; rc == 0 && t < T; t++)
-      if (pooling == MKC_POOL_MEAN || (pooling == MKC_POOL_CLS && pos + t == 0) ||
-          (pooling == MKC_POOL_LAST && pos + t == n - 1))
-        rc = add_normed(e, t, acc);
+      if (mkc_embed_pools(pooling, pos + t, n) && (rc = mkc_session_hidden(e->s, t, e->row)) == 0)
+        mkc_embed_add(e, e->row, acc);
     pos += T;
   }
-  if (rc == 0) {
-    double div = pooling == MKC_POOL_MEAN ? n : 1;
-    for (int i = 0; i < e->dim; i++) out[i] = (float)(acc[i] / div);
-    mkc_embd_normalize(out, e->dim, normalize);
-  }
+  if (rc == 0) mkc_embed_end(e, acc, n, pooling, normalize, out);
   free(acc);
   return rc;
 }

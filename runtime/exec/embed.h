@@ -27,7 +27,7 @@ int mkc_pooling_choose(int asked, int file);
 #define MKC_EMBD_NORMALIZE_DEFAULT 2
 
 typedef struct mkc_embedder {
-  mkc_session *s;
+  mkc_session *s; /* NULL: opened by mkc_embedder_init, for mkc_embed_add's rows alone */
   int dim;
   float *norm_w; /* the final norm's weight [dim] */
   double eps;
@@ -37,7 +37,19 @@ typedef struct mkc_embedder {
 /* The final norm of s's graph from w: 0, or -1 after a message (a graph whose
  * logits are not matmul(rmsnorm(x)) has no place for an embedding). */
 int mkc_embedder_open(mkc_embedder *e, mkc_session *s, const mkc_weights *w);
+/* The same for g's hidden states from elsewhere (a slot kernel's: mkc_slots_hidden), which the
+ * caller pools with mkc_embed_add and mkc_embed_end. */
+int mkc_embedder_init(mkc_embedder *e, const mkc_graph *g, const mkc_weights *w);
 void mkc_embedder_close(mkc_embedder *e);
+
+/* Whether input pos of an n-token text goes into its pooling. */
+int mkc_embed_pools(int pooling, int pos, int n);
+/* acc[dim] += row (a hidden state, dim floats) through the final norm, in double. */
+void mkc_embed_add(const mkc_embedder *e, const float *row, double *acc);
+/* The vector of an n-token text from its pooled rows' sum acc: dim floats into out,
+ * normalized as mkc_embed does. */
+void mkc_embed_end(const mkc_embedder *e, const double *acc, int n, int pooling, int normalize,
+                   float *out);
 
 /* Feeds tokens[0..n-1] from position 0 (the session is reset; n within the
  * context) in prompt chunks and writes the pooled, normalized vector: dim

@@ -277,6 +277,17 @@ const float *mkc_slots_logits(mkc_slots *p, int s, int t) {
   return t >= 0 && t < p->ran[s] ? p->b->ops->logits(p->b, p->first[s] + t) : NULL;
 }
 
+int mkc_slots_hidden(mkc_slots *p, int s, int t, float *out) {
+  int ran = s >= 0 && s < p->g->slots && p->states[s].status == MKC_STATUS_OK ? p->ran[s] : 0;
+  if (t < 0 || t >= ran || !p->b->ops->hidden) {
+    fprintf(stderr, "mkc: error: slot %d: no hidden state of input %d (the last step had %d)\n", s,
+            t, ran);
+    return -1;
+  }
+  /* the step's rows are the slots' inputs in slot order; a chunk past t_max ran alone: from 0 */
+  return p->b->ops->hidden(p->b, -1, p->first[s] + t, out);
+}
+
 int mkc_slots_logprobs(mkc_slots *p, int s, int i, float *lp, int *ids, float *lps) {
   const mkc_state *st = s >= 0 && s < p->g->slots ? &p->states[s] : NULL;
   int n = st ? st->sampling.logprobs : 0, t = st ? st->n_fixed + i : -1, row = -1;

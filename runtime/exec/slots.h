@@ -41,6 +41,10 @@ int mkc_slots_result(const mkc_slots *p, int s, mkc_step_result *r);
  * mkc_session_logits gives them (a chunk past t_max: its last input's only);
  * NULL when it sat out or has none there. */
 const float *mkc_slots_logits(mkc_slots *p, int s, int t);
+/* Slot s's hidden state after its input t in the last step (the LM head's input before its
+ * norm, g->dim floats) into out, as mkc_session_hidden gives a session's: every input has one,
+ * a prompt chunk's too. 0, or -1 after a message. */
+int mkc_slots_hidden(mkc_slots *p, int s, int t, float *out);
 int mkc_slots_pos(const mkc_slots *p, int s);
 /* After a step in which slot s's sampling.logprobs = N > 0: its emitted
  * token i's log-probability (*lp) and the N most likely tokens at its place
