@@ -20,6 +20,22 @@ if "$mkc" imatrix "${args[@]}" -t 2 -o "$tmp/im.gguf" >"$tmp/out" 2>"$tmp/err"; 
 else
   fail "mkc imatrix" "$(tail -n 3 "$tmp/err")"
 fi
+# A phi3 file: Q, K and V in one matrix (attn_qkv), gate and up in another (ffn_up), each one
+# entry under the file's name, as llama-imatrix's (and so what quantize looks up)
+cat graphs/llama.lua tests/graphs/im_neox_preset.lua >"$tmp/imn.lua"
+"$mkc" init "$tmp/imn.lua" --preset im-neox --seed 2 --type f32 --arch phi3 \
+  --vocab tests/data/standin_vocab.gguf -o "$tmp/phi3.gguf" >/dev/null 2>&1
+if "$mkc" imatrix -m "$tmp/phi3.gguf" -f "$text" -c 64 --chunks 2 --kv-dtype f32 -o "$tmp/phi3-im.gguf" \
+  >/dev/null 2>"$tmp/err"; then
+  got=$(python3 tests/imatrix_compare.py "$tmp/phi3-im.gguf" tests/data/imatrix_phi3_llamacpp.gguf)
+  [[ $got == ok* ]] && ok "phi3's fused matrices: llama-imatrix's entries and sums: $got" \
+    || fail "phi3 against llama-imatrix" "$got"
+  "$mkc" quantize --imatrix "$tmp/phi3-im.gguf" "$tmp/phi3.gguf" "$tmp/phi3-q.gguf" Q4_0 >/dev/null 2>"$tmp/err"
+  grep -q "phi3-im.gguf: 8 importance matrix entries (8 kept)" "$tmp/err" && ! grep -q "blk.*: no importance" "$tmp/err" \
+    && ok "phi3: quantize finds an entry for every layer matrix" || fail "phi3 quantize" "$(head -n 8 "$tmp/err")"
+else
+  fail "mkc imatrix on a phi3 file" "$(tail -n 3 "$tmp/err")"
+fi
 if "$mkc" imatrix "${args[@]}" -t 1 --output-format dat -o "$tmp/im.dat" >/dev/null 2>"$tmp/err"; then
   got=$(python3 tests/imatrix_compare.py "$tmp/im.gguf" tests/data/imatrix_llamacpp.gguf --dat "$tmp/im.dat")
   [[ $got == ok* ]] && ok "--output-format dat, one thread: the same means, times the calls" \

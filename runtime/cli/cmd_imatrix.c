@@ -183,7 +183,9 @@ int mkc_cmd_imatrix(int argc, char **argv) {
     if (started < threads) fprintf(stderr, "mkc: error: imatrix: no thread to start\n");
   } else {
     for (int t = 1; t < threads; t++) mkc_imatrix_acc_merge(&k[0].acc, &k[t].acc);
-    if (!k[0].acc.s.n)
+    if (mkc_imatrix_acc_fuse(&k[0].acc, &m.file.desc) != 0)
+      ; /* said */
+    else if (!k[0].acc.s.n)
       fprintf(stderr, "mkc: error: imatrix: %s has no layer matrices to collect\n", c.model_path);
     else if (mkc_imatrix_write(out, &k[0].acc.s, legacy, c.prompt_file, chunks, n_ctx) == 0) {
       fprintf(stderr, "mkc: imatrix: %zu matrices over %d tokens written to %s in %.1f s\n",
