@@ -59,8 +59,7 @@ typedef struct worker {
 static void *run_worker(void *arg) {
   worker *k = arg;
   mkc_ref *r = mkc_ref_open(k->g, k->w);
-  double *logits = r ? malloc((size_t)k->g->vocab * sizeof *logits) : NULL;
-  if (!r || !logits || mkc_imatrix_acc_open(&k->acc, k->g, k->output) != 0) {
+  if (!r || mkc_imatrix_acc_open(&k->acc, k->g, k->output) != 0) {
     if (r) fprintf(stderr, "mkc: error: imatrix: out of memory\n");
     k->rc = -1;
   }
@@ -69,7 +68,7 @@ static void *run_worker(void *arg) {
     const int *chunk = k->toks + (size_t)i * k->n_ctx;
     for (int p = 0; p < k->n_ctx && !k->rc; p++) {
       int tok = p == 0 && k->bos >= 0 ? k->bos : chunk[p];
-      if (mkc_ref_step(r, tok, logits) != 0)
+      if (mkc_ref_step(r, tok, NULL) != 0) /* no logits: the LM head's time saved */
         k->rc = -1;
       else
         mkc_imatrix_acc_add(&k->acc, r);
@@ -82,7 +81,6 @@ static void *run_worker(void *arg) {
             k->n_chunks, s, s / done * (k->n_chunks - done) / 60);
     pthread_mutex_unlock(k->lock);
   }
-  free(logits);
   if (r) mkc_ref_close(r);
   return NULL;
 }

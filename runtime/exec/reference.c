@@ -804,11 +804,15 @@ int mkc_ref_step(mkc_ref *r, int token, double *logits) {
     fprintf(stderr, "mkc: error: context full (%d tokens)\n", g->max_ctx);
     return -1;
   }
+  /* no logits asked: the LM head's matmul (the logits' input) and the logits are skipped */
+  int head = g->nodes[r->logits_node].in[0];
+  if (logits || g->nodes[head].op != MKC_OP_MATMUL) head = -1;
   for (int id = 0; id < g->n_nodes; id++) {
     const mkc_node *nd = &g->nodes[id];
     double *y = r->value[id];
     const double *a = nd->in[0] >= 0 ? r->value[nd->in[0]] : NULL;
     const double *b = nd->in[1] >= 0 ? r->value[nd->in[1]] : NULL;
+    if (!logits && (id == head || id == r->logits_node)) continue;
     switch (nd->op) {
     case MKC_OP_TOKENS:
       for (int i = 0; i < nd->n; i++) y[i] = token;
@@ -862,7 +866,7 @@ int mkc_ref_step(mkc_ref *r, int token, double *logits) {
     }
     }
   }
-  memcpy(logits, r->value[r->logits_node], (size_t)g->vocab * sizeof *logits);
+  if (logits) memcpy(logits, r->value[r->logits_node], (size_t)g->vocab * sizeof *logits);
   r->pos++;
   return 0;
 }

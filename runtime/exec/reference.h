@@ -18,7 +18,8 @@ typedef struct mkc_ref mkc_ref;
 mkc_ref *mkc_ref_open(const mkc_graph *g, const mkc_weights *w);
 
 /* Processes one token at position mkc_ref_pos(r), appends its K/V, writes the
- * logits of the next token (g->vocab doubles). Returns 0, or -1 with a
+ * logits of the next token (g->vocab doubles; logits NULL: none, and the LM
+ * head's matmul is skipped, its input computed as ever). Returns 0, or -1 with a
  * message: "mkc: error: context full (N tokens)" when pos == max_ctx, or a
  * token outside the vocab. On error the position does not move. */
 int mkc_ref_step(mkc_ref *r, int token, double *logits);
