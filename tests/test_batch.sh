@@ -60,8 +60,20 @@ grep -Eq '^mkc: run --batch: context shifts: [1-9][0-9]* ' "$tmp/batch_err" \
   && ok "... the stats count the shifts ($(tail -n 1 "$tmp/batch_err" | cut -d: -f3-))" \
   || fail "the shifts counted" "$(tail -n 2 "$tmp/batch_err")"
 check_batch "--ctx 24 --context-shift: sampled, no drafts" 4 0 -n 30 --ctx 24 --context-shift --temp 0.9
+# drafts from a draft pool (exec/draft_slots.c): a draft model that is the target's own weights
+# (every draft kept), and self-speculation from the first layer
+"$mkc" init --preset tiny --seed 1 -o "$tmp/draft.gguf" >/dev/null 2>&1
+check_batch "-md (the target's own weights): 7 lines on 3 slots, 2 drafts" 3 2 -n 16 -md "$tmp/draft.gguf"
+grep -Eq 'drafted ([1-9][0-9]*), accepted \1;' "$tmp/batch_err" &&
+  grep -Eq '^mkc: run --batch: drafts from draft model .*draft.gguf: [1-9][0-9]* steps of its own slot kernel$' "$tmp/batch_err" &&
+  ok "... every draft kept ($(grep -o 'drafted [0-9]*, accepted [0-9]*' "$tmp/batch_err")), the pool's steps reported" ||
+  fail "-md on the slots: the drafts" "$(tail -n 2 "$tmp/batch_err")"
+check_batch "--draft-layers 1: 7 lines on 4 slots, 3 drafts" 4 3 -n 16 --draft-layers 1
+grep -q '^mkc: run --batch: drafts from self-speculation (first 1 of 2 layers): ' "$tmp/batch_err" &&
+  ok "... drafted by the first layer's pool" || fail "--draft-layers on the slots" "$(tail -n 2 "$tmp/batch_err")"
 # sliding windows on pages: a window layer's positions on the slot's pages, its window read
 preset=swa-tiny
+check_batch "swa-tiny, --draft-layers 1: rings rewound past 3 windows" 3 2 -n 56 --draft-layers 1
 check_batch "swa-tiny (windows of 16): 7 lines on 3 slots, 2 drafts, past 3 windows" 3 2 -n 56
 preset=tiny
 # wide steps: more rows than the decode path's 32 (templates/slots.cuh), on the tiled path
@@ -109,6 +121,12 @@ long=$(held)
   && ok "40 tokens each: $long KiB held, more than 12 tokens' $short KiB, within the 48 KiB pool" \
   || fail "the bytes held grow with the tokens" "$short KiB, then $long KiB" "$(tail -n 1 "$tmp/batch_err")"
 pages=()
+expect_error "run --batch --draft-p-min: refused (the slots draft greedily)" \
+  "mkc: error: run --batch takes none of --chat, -sys, --chat-template, --reasoning-effort, --reasoning-budget, --json, --rounds, --kernel, --draft-adaptive, --draft-min, --draft-p-min, --draft-head (drafts: prompt lookup, -md or --draft-layers, --draft-max per slot)" -- \
+  run --preset tiny --random-weights 1 --batch "$tmp/ids.txt" --draft-max 2 --draft-layers 1 --draft-p-min 0.5
+expect_error "run --batch -md without --draft-max" \
+  "mkc: error: run --batch: -md drafts K tokens a step: give --draft-max K (1..31)" -- \
+  run --preset tiny --random-weights 1 --batch "$tmp/ids.txt" -md "$tmp/draft.gguf"
 expect_error "a pool too small" "mkc: error: slot 2 needs a KV page for position 0, and all 2 pages of the pool are held (--kv-pages)" -- \
   run --preset tiny --random-weights 1 --backend cpu --batch "$tmp/ids.txt" --slots 3 -n 4 --kv-pages 2
 

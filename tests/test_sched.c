@@ -9,7 +9,9 @@
  * alone gives the plain kernel's logits bit for bit. Embeddings on the slots
  * (mkc serve --parallel's), beside sequences decoding, whole caches and
  * paged, are the plain session's (exec/embed.h, itself checked against the
- * reference in test_embed.c): every input's hidden state read, none shared. */
+ * reference in test_embed.c): every input's hidden state read, none shared.
+ * Drafts from a draft pool (-md on the slots) are lossless too, and a pool on
+ * the target's own weights has every draft accepted. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -240,6 +242,92 @@ static void embeddings_on(kernel *plain, mkc_slots *p, const char *pool) {
   mkc_session_close(s);
 }
 
+/* ---- drafts from a draft pool (mkc_batch_opts.drafter, exec/draft_slots.h) ---- */
+
+/* The drafter alone: each proposal against the plain greedy continuation of its history, for
+ * histories that extend the last (drafts accepted), diverge from it after a draft (a rewind),
+ * start anew (a clear), and run past a prompt chunk, in three slots at once. */
+static void drafter_alone(kernel *plain, kernel *slotted) {
+  enum { ROUNDS = 4, SL = 3, LEN = 48, K = 3 };
+  int hist[SL][LEN], n[ROUNDS][SL], vocab = plain->g.vocab, ok = 1;
+  mkc_slots *dp = mkc_slots_open(test_backend(), &slotted->g, &slotted->src, &slotted->w, BLOCKS);
+  mkc_slot_drafter *d = dp ? mkc_slot_drafter_open(dp, "the target's weights") : NULL;
+  if (!CHECK(d != NULL, "a drafter over a pool of whole caches")) return;
+  for (int sl = 0; sl < SL; sl++)
+    for (int t = 0; t < LEN; t++) hist[sl][t] = (19 * sl + 23 * t + 1) % vocab;
+  /* round r's history of slot sl: its first n[r][sl] tokens, where round 1 takes the first
+   * draft of round 0 and one other token; round 2 diverges right after round 1's history;
+   * round 3 is a new text of 40 */
+  int lens0[SL] = {6, 2, 11};
+  for (int r = 0; r < ROUNDS && ok; r++) {
+    mkc_slot_draft req[SL];
+    for (int sl = 0; sl < SL; sl++) {
+      n[r][sl] = r == 0 ? lens0[sl] : r == 3 ? 40 : n[r - 1][sl] + (r == 1 ? 2 : 1);
+      req[sl] = (mkc_slot_draft){.hist = hist[sl], .n = n[r][sl], .want = K};
+    }
+    ok = mkc_slot_drafter_propose(d, req, SL) == 0;
+    for (int sl = 0; ok && sl < SL; sl++) {
+      int greedy[K];
+      ok = greedy_of(plain, hist[sl], n[r][sl], greedy, K) == 0 && req[sl].got == K &&
+           memcmp(req[sl].drafts, greedy, sizeof greedy) == 0;
+      CHECK(ok, "drafter, round %d, slot %d: %d drafts after %d tokens, the plain greedy ones", r,
+            sl, req[sl].got, n[r][sl]);
+      if (r == 0) hist[sl][n[r][sl]] = greedy[0]; /* round 1: the first draft taken, then */
+      if (r == 0) hist[sl][n[r][sl] + 1] = (greedy[1] + 1) % vocab; /* not the second */
+      if (r == 1) hist[sl][n[r][sl]] = (greedy[0] + 1) % vocab;     /* round 2: no draft taken */
+      if (r == 2)                                                   /* round 3: a new text */
+        for (int t = 0; t < LEN; t++) hist[sl][t] = (31 * sl + 13 * t + 5) % vocab;
+    }
+  }
+  mkc_slot_drafter_close(d);
+}
+
+/* Sequences of 1 to 40 tokens (past a slot's share of a step and past a prompt chunk: the draft
+ * pool catches up in chunks alone) drafted by a second pool: on the target's own weights every
+ * greedy draft is the target's choice, so all are accepted; on other weights some are not. Either
+ * way each sequence is plain greedy's. A paged pool cannot draft (its pages are indexed by the
+ * tokens they hold: no rewind). */
+static void draft_pool(kernel *plain, kernel *slotted, mkc_slots *p) {
+  enum { N = 6 };
+  static const int lens[N] = {5, 40, 3, 12, 1, 20};
+  int prompts[N][40], want[N][N_GEN], ok = 1;
+  for (int i = 0; i < N; i++) {
+    for (int t = 0; t < lens[i]; t++) prompts[i][t] = (41 * i + 7 * t + 2) % plain->g.vocab;
+    ok &= greedy_of(plain, prompts[i], lens[i], want[i], N_GEN) == 0;
+  }
+  if (!CHECK(ok, "draft pool: the plain greedy runs")) return;
+  for (int run = 0; run < 2; run++) {
+    mkc_weights other = {0};
+    const mkc_weights *w = &slotted->w;
+    if (run == 1 && mkc_weights_random(&other, &slotted->g, 11) == 0) w = &other;
+    const char *name = run == 0 ? "a pool on the target's weights" : "a pool on other weights";
+    mkc_slots *dp = mkc_slots_open(test_backend(), &slotted->g, &slotted->src, w, BLOCKS);
+    mkc_slot_drafter *d = dp ? mkc_slot_drafter_open(dp, name) : NULL;
+    mkc_batch_seq seqs[N];
+    memset(seqs, 0, sizeof seqs);
+    for (int i = 0; i < N; i++) {
+      seqs[i] = (mkc_batch_seq){.prompt = prompts[i], .n_prompt = lens[i], .n_predict = N_GEN};
+      seqs[i].opt = (mkc_sampling){.top_p = 1, .repeat_penalty = 1};
+    }
+    mkc_batch_opts o = {.drafts = 4, .drafter = d};
+    mkc_batch_stats st;
+    int rc = d ? mkc_batch_run(p, seqs, N, &o, &st) : -1;
+    int same = rc == 0;
+    for (int i = 0; same && i < N; i++)
+      same = seqs[i].n_out == N_GEN && memcmp(seqs[i].out, want[i], sizeof want[i]) == 0;
+    CHECK(same && st.drafted > 0 && (run == 1 || st.accepted == st.drafted) &&
+              mkc_slot_drafter_steps(d) > 0,
+          "draft pool, %s: %d sequences plain greedy's; %ld of %ld drafts accepted, the pool's "
+          "%ld steps beside the target's %d",
+          name, N, rc == 0 ? st.accepted : -1L, rc == 0 ? st.drafted : -1L,
+          d ? mkc_slot_drafter_steps(d) : -1L, rc == 0 ? st.steps : -1);
+    mkc_batch_free(seqs, N);
+    mkc_slot_drafter_close(d);
+    mkc_weights_free(&other);
+    for (int sl = 0; sl < mkc_slots_count(p); sl++) mkc_slots_clear(p, sl);
+  }
+}
+
 int main(void) {
   if (test_skip_without_gpu()) return 0;
   slot_kernels_one_grid();
@@ -254,13 +342,15 @@ int main(void) {
   prompt_fed_alike(&plain, p);
   shifted(&plain, p);
   embeddings_on(&plain, p, "whole caches");
+  drafter_alone(&plain, &slotted);
+  draft_pool(&plain, &slotted, p);
   kernel paged;
   mkc_slots *pp = NULL;
   if (CHECK(kernel_open_paged(&paged, SLOTS, 48) == 0 &&
                 (pp = mkc_slots_open(test_backend(), &paged.g, &paged.src, &paged.w, BLOCKS)),
             "a pool of %d slots on 48 KV pages", SLOTS)) {
     embeddings_on(&plain, pp, "paged");
-    mkc_slots_close(pp);
+    CHECK(!mkc_slot_drafter_open(pp, "a paged pool"), "a paged pool cannot draft (no rewind)");
     kernel_close(&paged);
   }
 

@@ -315,7 +315,7 @@ print(sorted({len(t) for t in json.load(sys.stdin)}))')" = "[2]" ] \
     || fail "--parallel's log" "$(tail -n 12 "$tmp/par.err")"
 fi
 expect_error "serve --parallel with --rounds" \
-  "mkc: error: serve: --parallel drafts by prompt lookup (--draft-max K): not with --rounds" \
+  "mkc: error: serve: --parallel drafts by prompt lookup, -md or --draft-layers (--draft-max K): not with --rounds" \
   -- serve --preset tiny --random-weights 1 --parallel 2 --rounds 2
 expect_error "serve --parallel 1 (one at a time is the default): named as spelled" \
   "mkc: error: --parallel: expected an integer in 2..64, got '1'" -- serve --preset tiny --random-weights 1 --parallel 1

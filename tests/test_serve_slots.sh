@@ -304,6 +304,27 @@ for mode in plain parallel; do
   stop "eog_$mode"
 done
 
+# --parallel with a draft model (exec/draft_slots.c: a slot kernel of the draft's own, as many
+# slots): two requests at once give run's tokens; the draft is the target's own weights
+"$mkc" init --preset tiny --seed 5 -o "$tmp/draft.gguf" >/dev/null 2>&1
+if start md "${args[@]}" --parallel 2 -md "$tmp/draft.gguf"; then
+  python3 "$client" "$port" POST /v1/completions '{"prompt": [7, 7, 7, 7], "max_tokens": 12}' \
+    >"$tmp/beside" 2>&1 &
+  beside=$!
+  call POST /v1/completions "{\"prompt\": $first, \"max_tokens\": 12}"
+  got=$(get choices 0 tokens | tr -d '[] \n')
+  wait "$beside"
+  tail -n +2 "$tmp/beside" >"$tmp/beside.json"
+  got2=$(python3 "$client" get "$tmp/beside.json" choices 0 tokens | tr -d '[] \n')
+  want=$("$mkc" run "${args[@]}" -n 12 --prompt-ids "$(ids "$first")" 2>/dev/null)
+  want2=$("$mkc" run "${args[@]}" -n 12 --prompt-ids 7,7,7,7 2>/dev/null)
+  [ "$status" = 200 ] && [ -n "$got" ] && [ "$got" = "$(echo $want | tr ' ' ',')" ] &&
+    [ "$got2" = "$(echo $want2 | tr ' ' ',')" ] &&
+    ok "--parallel -md: two requests together, each run's 12 tokens ($got)" ||
+    fail "--parallel -md" "got $got / $got2" "want $want / $want2" "$(head -c 300 "$tmp/ans")"
+  stop md
+fi
+
 expect_error "--slot-save-path: not a directory" "mkc: error: --slot-save-path $dir/one.bin: not a directory" \
   -- serve "${args[@]}" --slot-save-path "$dir/one.bin"
 expect_error "--slot-save-path: missing" "mkc: error: --slot-save-path $tmp/none: not a directory" \

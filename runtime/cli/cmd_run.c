@@ -184,7 +184,9 @@ static const char USAGE[] =
     "                         (newlines as \\n); line i samples with seed S + i;\n"
     "                         -n per line (default: until the end with -m, else 16);\n"
     "                         the stats give the aggregate tokens/s and the KV bytes\n"
-    "                         held; with --format, each line's answer is JSON; with\n"
+    "                         held; drafts by prompt lookup, or -md / --draft-layers\n"
+    "                         on a slot kernel of their own; with --format, each\n"
+    "                         line's answer is JSON; with\n"
     "                         -r, each line ends at its reverse prompt; with\n"
     "                         --logprobs, each line's tokens' on stderr after a line\n"
     "                         naming FILE:LINE\n"
@@ -316,12 +318,12 @@ static int check_batch_flags(mkc_cli *c) {
     return mkc_cli_usage_error("%s", "run --batch --context-shift: give -n N, each line's "
                                      "token budget (a shifted answer has no other end)");
   if (c->chat || c->json || c->rounds || c->kernel_dir || c->draft_adaptive || c->draft_min ||
-      c->draft_layers || c->draft_model_path || c->draft_head)
+      c->draft_head || c->draft_p_min > 0)
     return mkc_cli_usage_error(
         "%s", "run --batch takes none of --chat, -sys, --chat-template, --reasoning-effort, "
               "--reasoning-budget, --json, "
-              "--rounds, --kernel, --draft-adaptive, --draft-min, --draft-layers, -md, "
-              "--draft-head (drafts: prompt lookup, --draft-max per slot)");
+              "--rounds, --kernel, --draft-adaptive, --draft-min, --draft-p-min, --draft-head "
+              "(drafts: prompt lookup, -md or --draft-layers, --draft-max per slot)");
   if (mkc_json_format_on(c) && !c->model_path)
     return mkc_cli_usage_error("run --batch: %s needs the model's tokenizer: -m, and text on the "
                                "file's lines",
@@ -335,6 +337,7 @@ static int check_batch_flags(mkc_cli *c) {
     return mkc_cli_usage_error("run --batch: %s chooses each token on the host, one a step on the "
                                "slots: drop --draft-max",
                                mkc_json_format_what(c));
+  if ((rc = mkc_draft_source_check(c, "run --batch"))) return rc;
   if (c->model_path) return mkc_cli_check_model(c, "run");
   if (!c->preset) return mkc_cli_usage_error("%s", "run --batch: -m FILE or --preset is required");
   if (!c->have_seed)

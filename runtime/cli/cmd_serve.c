@@ -127,7 +127,8 @@ static const char USAGE[] =
     "                         chat_template_kwargs.enable_thinking)\n"
     "  -np, --parallel N      decode up to N requests together on a slot kernel\n"
     "                         (2..64; default: one at a time on the plain\n"
-    "                         kernel); more wait in line. Drafts by prompt lookup\n"
+    "                         kernel); more wait in line. Drafts by prompt lookup,\n"
+    "                         or -md / --draft-layers on a slot kernel of their own\n"
     "                         (--draft-max K each); --kv-pages N sizes the shared\n"
     "                         KV pool. Embedding requests take slots too\n"
     "  -n, --n-predict N      a request's token limit when it gives no max_tokens\n"
@@ -685,15 +686,15 @@ static int read_keys(const mkc_cli *c, mkc_server *sv) {
 /* --parallel N: the slot kernel's flags, and what it cannot do. */
 static int parallel_flags(mkc_cli *c) {
   if (!c->slots) return 0;
-  const char *no = c->draft_model_path ? "-md (a draft model)"
-                   : c->draft_layers   ? "--draft-layers"
-                   : c->rounds > 1     ? "--rounds"
-                   : c->draft_adaptive ? "--draft-adaptive"
-                                       : NULL;
+  const char *no = c->rounds > 1        ? "--rounds"
+                   : c->draft_adaptive  ? "--draft-adaptive"
+                   : c->draft_head      ? "--draft-head"
+                   : c->draft_p_min > 0 ? "--draft-p-min"
+                                        : NULL;
   if (no)
     return mkc_cli_usage_error_in("serve",
-                                  "serve: --parallel drafts by prompt lookup "
-                                  "(--draft-max K): not with %s",
+                                  "serve: --parallel drafts by prompt lookup, -md or "
+                                  "--draft-layers (--draft-max K): not with %s",
                                   no);
   return mkc_slot_kernel_flags(c, c->slots, "serve --parallel");
 }
@@ -710,9 +711,10 @@ static int start(mkc_cli *c, mkc_server *sv, mkc_draft_source *ds) {
   mkc_batch_opts o = {.drafts = c->draft_max, .stops = sv->eog, .n_stops = sv->n_eog};
   if (mkc_loaded_weights(c, m) != 0 ||
       !(sv->slots = mkc_slots_open(mkc_loaded_backend(c), &m->g, &m->src, &m->w, c->blocks)) ||
-      !(sv->sched = mkc_sched_open(sv->slots, &o)))
+      mkc_draft_source_start_slots(c, m, ds, mkc_loaded_backend(c)) != 0)
     return -1;
-  return 0;
+  o.drafter = ds->pool;
+  return (sv->sched = mkc_sched_open(sv->slots, &o)) ? 0 : -1;
 }
 
 int mkc_cmd_serve(int argc, char **argv) {
@@ -745,8 +747,7 @@ int mkc_cmd_serve(int argc, char **argv) {
   rc = 1;
   sv.m = &m;
   sv.draft_layers = mkc_draft_layers_in_kernel(&c);
-  if (mkc_loaded_plan(&c, &m) != 0 ||
-      (!c.slots && !sv.draft_layers && mkc_draft_source_plan(&c, &m, &ds) != 0))
+  if (mkc_loaded_plan(&c, &m) != 0 || (!sv.draft_layers && mkc_draft_source_plan(&c, &m, &ds) != 0))
     goto done;
   char name[256];
   sv.name = c.alias ? c.alias : model_name(&c, &m, name, sizeof name);

@@ -125,6 +125,17 @@ int mkc_draft_source_plan(const mkc_cli *c, const mkc_loaded_model *target, mkc_
                     .max_ctx = tg->max_ctx,
                     .kv_dtype = mkc_kv_dtype_name(tg->kv_dtype),
                     .reference_only = c->backend && strcmp(c->backend, "ref") == 0};
+  if (tg->slots) { /* a pool of as many slots, each step as wide, whole caches (a rewind) */
+    if (c->draft_head || c->draft_p_min > 0) {
+      fprintf(stderr, "mkc: error: %s: the slots draft from -md or --draft-layers%s\n",
+              c->draft_head ? "--draft-head" : "--draft-p-min",
+              c->draft_head ? "" : ", each draft the draft's greedy choice");
+      return -1;
+    }
+    o.slots = tg->slots;
+    o.step_rows = tg->step_rows;
+    o.ubatch = tg->t_chunk;
+  }
   const mkc_model_file *file = c->model_path ? &target->file : NULL;
   char head[4200];
   if (c->draft_head) { /* the head of the target's preset: its own graph, context and sizes */
@@ -162,23 +173,36 @@ int mkc_draft_source_plan(const mkc_cli *c, const mkc_loaded_model *target, mkc_
   return mkc_codegen(&o, &m->g, &m->src);
 }
 
-int mkc_draft_source_start(const mkc_cli *c, const mkc_loaded_model *target, mkc_draft_source *ds) {
-  if (model_sources(c) == 0) return 0;
+/* The draft's weights: a draft model's own, the target's for self-speculation, a head's random
+ * ones. NULL after a message. */
+static const mkc_weights *draft_weights(const mkc_cli *c, const mkc_loaded_model *target,
+                                        mkc_draft_source *ds) {
   mkc_loaded_model *m = &ds->m;
-  /* Self-speculation reads the target's weights by name (blk.0..L-1,
-   * output_norm, the LM head); a draft model brings its own. */
-  const mkc_weights *w = &target->w;
   if (c->draft_model_path) {
     if (mkc_model_file_weights(&m->file, &m->g, &m->w) != 0 ||
         (c->check_tensors && mkc_weights_check(&m->w, c->draft_model_path) != 0))
-      return -1;
-    w = &m->w;
+      return NULL;
+    return &m->w;
   }
   /* no trained head exists here: random weights, of the seed after the target's */
-  if (c->draft_head) {
-    if (mkc_weights_random(&m->w, &m->g, c->seed + 1) != 0) return -1;
-    w = &m->w;
-  }
+  if (c->draft_head) return mkc_weights_random(&m->w, &m->g, c->seed + 1) == 0 ? &m->w : NULL;
+  return &target->w; /* self-speculation reads them by name (blk.0..L-1, output_norm, the head) */
+}
+
+static void draft_name(const mkc_cli *c, const mkc_loaded_model *target, const mkc_graph *g,
+                       char *name, size_t cap) {
+  if (c->draft_layers)
+    snprintf(name, cap, "self-speculation (first %d of %d layers)", g->n_layers,
+             target->g.n_layers);
+  else
+    snprintf(name, cap, "draft model %s", c->draft_model_path);
+}
+
+int mkc_draft_source_start(const mkc_cli *c, const mkc_loaded_model *target, mkc_draft_source *ds) {
+  if (model_sources(c) == 0) return 0;
+  mkc_loaded_model *m = &ds->m;
+  const mkc_weights *w = draft_weights(c, target, ds);
+  if (!w) return -1;
   /* the target's backend, as auto resolved it */
   int kind = mkc_backend_kind_from_name(mkc_session_backend(target->s));
   mkc_session *s = mkc_session_open((enum mkc_backend_kind)kind, &m->g, &m->src, w, c->blocks);
@@ -189,11 +213,7 @@ int mkc_draft_source_start(const mkc_cli *c, const mkc_loaded_model *target, mkc
     ds->drafter = mkc_drafter_head(s, &m->g, target->s, &target->g, NULL, 0, 0, name);
     return ds->drafter ? 0 : -1;
   }
-  if (c->draft_layers)
-    snprintf(name, sizeof name, "self-speculation (first %d of %d layers)", m->g.n_layers,
-             target->g.n_layers);
-  else
-    snprintf(name, sizeof name, "draft model %s", c->draft_model_path);
+  draft_name(c, target, &m->g, name, sizeof name);
   ds->drafter = mkc_drafter_model(s, &m->g, name);
   if (ds->drafter && c->draft_p_min > 0 &&
       mkc_drafter_model_p_min(ds->drafter, (float)c->draft_p_min) != 0)
@@ -201,8 +221,23 @@ int mkc_draft_source_start(const mkc_cli *c, const mkc_loaded_model *target, mkc
   return ds->drafter ? 0 : -1;
 }
 
+int mkc_draft_source_start_slots(const mkc_cli *c, const mkc_loaded_model *target,
+                                 mkc_draft_source *ds, int kind) {
+  if (model_sources(c) == 0) return 0;
+  const mkc_weights *w = draft_weights(c, target, ds);
+  mkc_slots *pool =
+      w ? mkc_slots_open((enum mkc_backend_kind)kind, &ds->m.g, &ds->m.src, w, c->blocks) : NULL;
+  if (!pool) return -1;
+  char name[sizeof ds->drafter->name];
+  draft_name(c, target, &ds->m.g, name, sizeof name);
+  ds->pool = mkc_slot_drafter_open(pool, name);
+  return ds->pool ? 0 : -1;
+}
+
 void mkc_draft_source_close(mkc_draft_source *ds) {
   mkc_drafter_close(ds->drafter); /* and its session */
   ds->drafter = NULL;
+  mkc_slot_drafter_close(ds->pool); /* and its slots */
+  ds->pool = NULL;
   mkc_loaded_close(&ds->m);
 }

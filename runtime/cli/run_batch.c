@@ -7,6 +7,7 @@
 
 #include "bench_stages.h"
 #include "commands.h"
+#include "draft_source.h"
 #include "exec/batch.h"
 #include "exec/decode.h"
 #include "json_format.h"
@@ -160,6 +161,7 @@ int mkc_run_batch(const mkc_cli *cli, const mkc_sampling *opt, unsigned long lon
   if (rc) return rc;
   int slots = c.slots;
   mkc_loaded_model m;
+  mkc_draft_source ds = {0}; /* -md, --draft-layers: a draft pool */
   mkc_batch_seq *seqs = NULL;
   mkc_slots *p = NULL;
   mkc_constraint *json = NULL;
@@ -170,7 +172,7 @@ int mkc_run_batch(const mkc_cli *cli, const mkc_sampling *opt, unsigned long lon
   int n = 0;
   rc = 1;
   if (mkc_json_format_rules(&c, &rules) != 0 || mkc_loaded_plan(&c, &m) != 0 ||
-      !(seqs = read_prompts(&c, &m, &n)))
+      mkc_draft_source_plan(&c, &m, &ds) != 0 || !(seqs = read_prompts(&c, &m, &n)))
     goto done;
   /* tokens per line: -n, else to the end of generation (-m) or 16 */
   int n_predict = c.have_n ? c.n_gen : (c.model_path ? -1 : 16);
@@ -180,7 +182,7 @@ int mkc_run_batch(const mkc_cli *cli, const mkc_sampling *opt, unsigned long lon
   if (mkc_loaded_cpu_guard(&c, &m, tokens, "run --batch") != 0 || mkc_loaded_weights(&c, &m) != 0)
     goto done;
   p = mkc_slots_open(mkc_loaded_backend(&c), &m.g, &m.src, &m.w, c.blocks);
-  if (!p) goto done;
+  if (!p || mkc_draft_source_start_slots(&c, &m, &ds, mkc_loaded_backend(&c)) != 0) goto done;
   const mkc_tokenizer *tok = c.model_path ? m.file.tok : NULL;
   /* every end-of-generation token stops a line (the slots check them on the host) */
   if (tok && !c.ignore_eos && !(stops = mkc_tokenizer_eog_all(tok, &n_stops)) && n_stops < 0)
@@ -202,7 +204,7 @@ int mkc_run_batch(const mkc_cli *cli, const mkc_sampling *opt, unsigned long lon
     if (mkc_json_format_start(seqs[i].constraint, &rules, c.ignore_eos ? NULL : tok, s) != 0)
       goto done;
   }
-  mkc_batch_opts o = {.drafts = k, .stops = stops, .n_stops = n_stops};
+  mkc_batch_opts o = {.drafts = k, .stops = stops, .n_stops = n_stops, .drafter = ds.pool};
   if (c.stages && !(stage_ns = calloc((size_t)m.g.n_stages + 1, sizeof *stage_ns))) {
     fprintf(stderr, "mkc: error: run --batch --stages: out of memory\n");
     goto done;
@@ -246,6 +248,9 @@ int mkc_run_batch(const mkc_cli *cli, const mkc_sampling *opt, unsigned long lon
           opt->temp > 0 ? "sampled" : "greedy", more, st.shared, st.kv_peak / mib,
           mkc_slots_kv_total(p) / mib, m.g.kv_pages, MKC_KV_PAGE,
           mkc_slots_kv_total(p) / mib / m.g.kv_pages * m.g.slot_pages * slots);
+  if (ds.pool)
+    fprintf(stderr, "mkc: run --batch: drafts from %s: %ld steps of its own slot kernel\n",
+            mkc_slot_drafter_name(ds.pool), mkc_slot_drafter_steps(ds.pool));
   if (c.context_shift) {
     long shifts = 0, fed = 0;
     for (int i = 0; i < n; i++) shifts += seqs[i].shifts, fed += seqs[i].shift_fed;
@@ -282,6 +287,7 @@ done:
   }
   mkc_constraint_close(json);
   mkc_format_rules_free(&rules);
+  mkc_draft_source_close(&ds);
   mkc_loaded_close(&m);
   return rc;
 }

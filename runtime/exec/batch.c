@@ -19,6 +19,7 @@ typedef struct busy {
   int *hist; /* prompt then generated: prompt lookup's history */
   int n_hist;
   int in[MKC_CHUNK_CAP], n_in, n_fixed; /* this step's inputs */
+  int drafted[MKC_T_CAP], n_drafted;    /* the draft pool's for this step */
 } busy;
 
 struct mkc_sched {
@@ -106,11 +107,21 @@ static int waits_for_prefix(const mkc_sched *sc, const mkc_batch_seq *q) {
   return 0;
 }
 
+/* The drafts slot s may take in a step of `rows` inputs a slot: none for a constrained sequence,
+ * and no more than its budget and the context leave room for. */
+static int draft_room(const mkc_slots *p, int s, const mkc_batch_seq *q, int rows, int drafts,
+                      int max_ctx) {
+  int k = q->constraint ? 0 : drafts < rows - 1 ? drafts : rows - 1;
+  int room = max_ctx - mkc_slots_pos(p, s);
+  if (q->n_predict >= 0 && k > q->n_predict - q->n_out - 1) k = q->n_predict - q->n_out - 1;
+  return k < room - 1 ? k : room - 1;
+}
+
 /* Slot s's inputs for a step: a prompt piece of up to `rows` (its slot alone:
  * as a session feeds it), or the last token and up to rows - 1 drafts that
- * fit its budget and the context. */
+ * fit its budget and the context (the draft pool's, else prompt lookup's). */
 static void plan_inputs(const mkc_slots *p, int s, busy *b, const mkc_batch_seq *q, int rows,
-                        int alone, int drafts, int max_ctx) {
+                        int alone, int drafts, int max_ctx, int pool) {
   if (b->fed < b->n_feed) {
     int left = b->n_feed - b->fed;
     b->n_in = alone ? mkc_slots_prompt_inputs(p, left) : left < rows ? left : rows;
@@ -118,13 +129,35 @@ static void plan_inputs(const mkc_slots *p, int s, busy *b, const mkc_batch_seq 
     b->n_fixed = b->n_in - 1;
     return;
   }
-  int k = q->constraint ? 0 : drafts < rows - 1 ? drafts : rows - 1;
-  int room = max_ctx - mkc_slots_pos(p, s);
-  if (q->n_predict >= 0 && k > q->n_predict - q->n_out - 1) k = q->n_predict - q->n_out - 1;
-  if (k > room - 1) k = room - 1;
+  int k = draft_room(p, s, q, rows, drafts, max_ctx);
   b->in[0] = b->last;
-  b->n_in = 1 + (k > 0 ? mkc_draft_lookup(b->hist, b->n_hist, k, b->in + 1) : 0);
+  if (pool) {
+    b->n_in = 1 + (b->n_drafted < k ? b->n_drafted : k > 0 ? k : 0);
+    memcpy(b->in + 1, b->drafted, (size_t)(b->n_in - 1) * sizeof *b->in);
+  } else {
+    b->n_in = 1 + (k > 0 ? mkc_draft_lookup(b->hist, b->n_hist, k, b->in + 1) : 0);
+  }
   b->n_fixed = 0;
+}
+
+/* The draft pool's drafts for every decoding slot, made together (exec/draft_slots.h). */
+static int draft_all(mkc_sched *sc) {
+  mkc_slot_draft req[MKC_SLOTS_CAP];
+  for (int s = 0; s < sc->slots; s++) {
+    busy *b = &sc->bs[s];
+    b->n_drafted = 0;
+    req[s].want = 0;
+    if (!b->q || b->fed < b->n_feed) continue;
+    req[s].hist = b->hist;
+    req[s].n = b->n_hist;
+    req[s].want = draft_room(sc->p, s, b->q, sc->share, sc->o.drafts, ctx_of(sc, b->q));
+  }
+  if (mkc_slot_drafter_propose(sc->o.drafter, req, sc->slots) != 0) return -1;
+  for (int s = 0; s < sc->slots; s++) {
+    sc->bs[s].n_drafted = req[s].got;
+    memcpy(sc->bs[s].drafted, req[s].drafts, (size_t)req[s].got * sizeof *req[s].drafts);
+  }
+  return 0;
 }
 
 /* A constrained sequence's token, chosen on the host from the logits after
@@ -356,12 +389,13 @@ int mkc_sched_step(mkc_sched *sc) {
   int solo = -1;
   for (int s = 0; s < slots && solo < 0; s++)
     if (bs[s].q && bs[s].n_feed - bs[s].fed > sc->share) solo = s;
+  if (sc->o.drafter && solo < 0 && draft_all(sc) != 0) return -1;
   for (int s = 0; s < slots; s++) {
     busy *b = &bs[s];
     int take_part = b->q && (solo < 0 || s == solo);
     if (take_part)
       plan_inputs(p, s, b, b->q, solo >= 0 ? g->t_chunk : sc->share, solo >= 0, sc->o.drafts,
-                  ctx_of(sc, b->q));
+                  ctx_of(sc, b->q), sc->o.drafter != NULL);
     if (mkc_slots_set_inputs(p, s, b->in, take_part ? b->n_in : 0, b->n_fixed) != 0) return -1;
   }
   /* a step with no prompt piece in it: the decode rate's */

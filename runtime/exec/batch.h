@@ -12,6 +12,7 @@
 #define MKC_BATCH_H
 
 #include "exec/constrain.h"
+#include "exec/draft_slots.h"
 #include "exec/slots.h"
 
 enum mkc_batch_stop {
@@ -68,7 +69,11 @@ typedef struct mkc_batch_seq {
 } mkc_batch_seq;
 
 typedef struct mkc_batch_opts {
-  int drafts;       /* per slot and step, capped by the slot's share of the step's rows */
+  int drafts; /* per slot and step, capped by the slot's share of the step's rows */
+  /* where the drafts come from: a draft pool (-md, --draft-layers: exec/draft_slots.h, the
+   * slots' drafts made together before each step in which none feeds a long prompt alone);
+   * NULL: prompt lookup over each sequence's own history */
+  mkc_slot_drafter *drafter;
   const int *stops; /* stop tokens (end of generation), n_stops of them */
   int n_stops;
   /* Not NULL (a kernel with stage timers): each decode step's stage times (mkc_slots_stage_ns)

@@ -323,6 +323,20 @@ int mkc_slots_clear(mkc_slots *p, int s) {
   return 0;
 }
 
+int mkc_slots_rewind(mkc_slots *p, int s, int pos) {
+  if (bad_slot(p, s)) return -1;
+  if (pos < 0 || pos > p->states[s].pos || p->g->kv_pages > 0) {
+    fprintf(stderr, "mkc: error: slot %d at pos %d: no rewind to %d%s\n", s, p->states[s].pos, pos,
+            p->g->kv_pages > 0 ? " (a paged pool)" : "");
+    return -1;
+  }
+  if (p->b->ops->set_slot_pos && p->b->ops->set_slot_pos(p->b, s, pos) != 0) return -1;
+  p->states[s].pos = pos;
+  p->states[s].n_inputs = 0;
+  p->ran[s] = 0;
+  return 0;
+}
+
 size_t mkc_slots_kv_used(const mkc_slots *p, int s) {
   const mkc_graph *g = p->g;
   if (g->kv_pages == 0) /* each slot's cache is whole: a slot holding any token uses all of it */

@@ -58,6 +58,11 @@ int mkc_slots_prompt_inputs(const mkc_slots *p, int remaining);
 const int *mkc_slots_tokens(const mkc_slots *p, int s); /* the pos tokens its cache holds */
 /* Slot s forgets its tokens (pos 0): free for another sequence. 0 or -1. */
 int mkc_slots_clear(mkc_slots *p, int s);
+/* Slot s forgets its tokens from pos on (the rows past it are rewritten by later steps), as
+ * mkc_session_rewind does; whole caches only (a paged pool indexes its full pages by their
+ * tokens). Where a layer's window is a ring, the caller rewinds no farther than a step's inputs
+ * (the ring keeps those rows). 0, or -1 after a message. */
+int mkc_slots_rewind(mkc_slots *p, int s, int pos);
 /* The KV bytes slot s holds: whole caches, all of its own once it holds a
  * token; paged (mkc gen --kv-pages), the pages its positions need so far.
  * And the bytes of every slot's cache, or of the pool. */
