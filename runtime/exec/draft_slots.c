@@ -3,13 +3,11 @@
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 struct mkc_slot_drafter {
   mkc_slots *p;
   const mkc_graph *g;
   int slots, share; /* the pool's slots, and a slot's inputs in a step they all take part in */
-  int *held;        /* [slots][max_ctx]: the token at each position of each slot's cache */
   long steps;
   char name[256];
 };
@@ -23,14 +21,11 @@ mkc_slot_drafter *mkc_slot_drafter_open(mkc_slots *pool, const char *name) {
     if (g->nodes[i].op == MKC_OP_RECURRENT)
       no = "it has recurrent layers, whose state a rejected draft cannot be rewound in";
   mkc_slot_drafter *d = no ? NULL : calloc(1, sizeof *d);
-  if (d) d->held = malloc((size_t)g->slots * g->max_ctx * sizeof *d->held);
-  if (!d || !d->held) {
+  if (!d) {
     if (no)
       fprintf(stderr, "mkc: error: %s cannot draft for the slots: %s\n", name, no);
     else
       fprintf(stderr, "mkc: error: out of memory opening the drafter (%s)\n", name);
-    if (d) free(d->held);
-    free(d);
     mkc_slots_close(pool);
     return NULL;
   }
@@ -46,7 +41,6 @@ mkc_slot_drafter *mkc_slot_drafter_open(mkc_slots *pool, const char *name) {
 void mkc_slot_drafter_close(mkc_slot_drafter *d) {
   if (!d) return;
   mkc_slots_close(d->p);
-  free(d->held);
   free(d);
 }
 
@@ -54,14 +48,12 @@ const char *mkc_slot_drafter_name(const mkc_slot_drafter *d) { return d->name; }
 
 long mkc_slot_drafter_steps(const mkc_slot_drafter *d) { return d->steps; }
 
-static int *held_of(mkc_slot_drafter *d, int s) { return d->held + (size_t)s * d->g->max_ctx; }
-
 /* Slot s's cache made to hold no more than what it shares with hist[0..n-1): the rest is
  * forgotten, by a rewind within a step's inputs (a window's ring keeps those rows), else by
  * clearing the slot. */
 static int keep_shared(mkc_slot_drafter *d, int s, const int *hist, int n) {
   int pos = mkc_slots_pos(d->p, s), same = 0;
-  const int *held = held_of(d, s);
+  const int *held = mkc_slots_tokens(d->p, s); /* what the slot's cache holds */
   while (same < pos && same < n - 1 && held[same] == hist[same]) same++;
   if (same == pos) return 0;
   return pos - same < d->g->t_max ? mkc_slots_rewind(d->p, s, same) : mkc_slots_clear(d->p, s);
@@ -79,8 +71,6 @@ static int step(mkc_slot_drafter *d, const int *const *in, const int *n, int *ok
     ok[s] = 0;
     if (n[s] == 0 || !mkc_slots_result(d->p, s, &r) || r.status != MKC_STATUS_OK || r.n_out < 1)
       continue;
-    int pos = mkc_slots_pos(d->p, s) - n[s];
-    memcpy(held_of(d, s) + pos, in[s], (size_t)n[s] * sizeof *in[s]);
     ok[s] = 1;
     choice[s] = r.out[0];
   }
