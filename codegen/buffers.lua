@@ -249,6 +249,34 @@ function buffers.plan(graph, stages, opts)
     plan.timers = top
     top = top + util.round_up(2 * (#stages + 1), ALIGN_FLOATS)
   end
+  -- an imatrix kernel (mkc imatrix): per matmul stage, its input's squares summed column by column
+  -- over the steps until the host takes them (mkc_session_imatrix); each matmul of the stage maps
+  -- to them (codegen/main.lua's imatrix node field), and a MOE node to its experts' below.
+  if opts.imatrix then
+    plan.imatrix, plan.imatrix_at, plan.imatrix_of = top, {}, {}
+    local moe_at = {}
+    for _, st in ipairs(stages) do
+      local mms = {}
+      for _, n in ipairs(st.nodes) do if n.op == "matmul" then mms[#mms + 1] = n end end
+      if st.kind == "moe_up" then
+        -- a MOE node's: the router's input [dim], each expert's [E][dim], their inputs counted [E],
+        -- then down's inputs [E][ffn] (templates/imatrix.cuh: mkc_imatrix_add with a router, mkc_imatrix_add_down)
+        local moe, dim = st.moe, st.x.n
+        local E, ffn = moe.experts, moe.inputs[5].cols
+        plan.imatrix_at[st], plan.imatrix_of[moe] = top, top
+        moe_at[moe] = top + dim + E * dim + E
+        top = top + util.round_up(dim + E * dim + E + E * ffn, ALIGN_FLOATS)
+      elseif st.kind == "moe_down" then
+        plan.imatrix_at[st] = assert(moe_at[st.moe], "moe_down after its moe_up")
+      elseif #mms > 0 then
+        assert(st.x and (not st.norm or st.norm.group == st.norm.n), "an imatrix stage's input, normed whole")
+        plan.imatrix_at[st] = top
+        for _, n in ipairs(mms) do plan.imatrix_of[n] = top end
+        top = top + util.round_up(st.x.n, ALIGN_FLOATS)
+      end
+    end
+    plan.imatrix_floats = top - plan.imatrix
+  end
   plan.scratch_floats = top
   plan.value = function(v) return plan.values[rootof(v)] end
   return plan

@@ -11,9 +11,11 @@ local emit = {}
 -- Device-side files spliced into every kernel, in order.
 emit.TEMPLATES = { "mkc_state.h", "common.cuh", "slots.cuh", "iq_grids.cuh", "weights.cuh", "embed.cuh", "matvec.cuh", "norm.cuh", "qkv_rope.cuh",
                    "gemm.cuh", "gemm_attn.cuh", "attention.cuh", "moe.cuh", "lm_head.cuh", "sample.cuh", "accept.cuh",
-                   "rounds.cuh" }
+                   "rounds.cuh", "imatrix.cuh" }
 -- Spliced only into a kernel with a tiled path (prompt chunks past t_max).
 local TILED_ONLY = { ["gemm.cuh"] = true, ["gemm_attn.cuh"] = true }
+-- Spliced (and hashed: codegen/main.lua) only into an imatrix kernel (mkc_gen_opts.imatrix).
+emit.IMATRIX_ONLY = { ["imatrix.cuh"] = true }
 
 local knob = util.knob
 
@@ -245,6 +247,28 @@ function emit.stages(graph, plan, opts)
     local weights = false
     for _, r in ipairs(st.emitted.reads) do if r[1] == "weights" then weights = true end end
     if weights then decode_max = math.max(decode_max, decode_bytes) end
+    -- an imatrix kernel's matmul stage adds its input's squares first (templates/imatrix.cuh)
+    local im = plan.imatrix_at and plan.imatrix_at[st]
+    if im then
+      local acc, call = ("scratch + %d"):format(im), nil
+      local input = st.x and {
+        x = ctx.value(st.x), x_stride = ctx.vstride(st.x), n = st.x.n, T = "T", acc = acc,
+        norm_w = st.norm and ctx.weight(st.norm.inputs[2]) or "(const mkc_bf16 *)0",
+        eps = flt(st.norm and st.norm.eps or 0), router = "(const float *)0", r_stride = 0, E = 0, K = 0,
+        norm_topk = 0 }
+      if st.kind == "moe_up" then -- the router's input, and each expert's (chosen as mkc_moe_up does)
+        input.router, input.r_stride = ctx.value(st.router), ctx.vstride(st.router)
+        input.E, input.K, input.norm_topk = st.moe.experts, st.moe.experts_used, st.moe.norm_topk
+        call = ctx.call("mkc_imatrix_add", input)
+      elseif st.kind == "moe_down" then -- each expert's hidden rows, as mkc_moe_up stored them
+        call = ctx.call("mkc_imatrix_add_down", { hidden = ctx.value(st.hidden), h_stride = ctx.vstride(st.hidden),
+          ffn = st.moe.inputs[5].cols, choice = ctx.value(st.choice), c_stride = ctx.vstride(st.choice),
+          K = st.moe.experts_used, T = "T", acc = acc })
+      else
+        call = ctx.call("mkc_imatrix_add", input)
+      end
+      st.emitted.imatrix = call .. "; /* mkc imatrix: the input's squares */"
+    end
     local labels = {}
     for _, n in ipairs(st.nodes) do labels[#labels + 1] = emit.node_label(n) end
     st.labels = labels
@@ -551,7 +575,7 @@ function emit.source(graph, plan, opts)
   put("#else\n#include \"prelude_cpu.h\"\n#endif")
   for _, name in ipairs(emit.TEMPLATES) do
     if (opts.tiled or not TILED_ONLY[name]) and (grids or name ~= "iq_grids.cuh") and
-        (moe_k > 0 or name ~= "moe.cuh") then
+        (moe_k > 0 or name ~= "moe.cuh") and (opts.imatrix or not emit.IMATRIX_ONLY[name]) then
       splice(name)
     end
   end
@@ -620,6 +644,7 @@ function emit.source(graph, plan, opts)
       end
       t[#t + 1] = ("%smkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */"):format(indent)
     end
+    if st.emitted.imatrix then t[#t + 1] = indent .. st.emitted.imatrix end
     -- a code's later lines are indented for the body's two spaces: under a condition, two more
     t[#t + 1] = indent .. st.emitted.code:gsub("\n", "\n" .. indent:sub(3))
     if next_pf == 2 and #mats > 0 and nxt and after_kinds[st.kind] and after_kinds[nxt.kind] then

@@ -76,7 +76,7 @@ end
 -- ubatch (or nil: M.UBATCH), chunk_cap, keep_layers (or nil: layer outputs each step keeps),
 -- slots (or nil: 0, a plain kernel; else the sequences one step serves, templates/slots.cuh), and
 -- with slots: slots_cap, kv_page, kv_pages (or nil: 0; else the KV pool's pages; -1: as many as
--- whole caches)
+-- whole caches); imatrix (or nil: each matmul stage adds its input's squares for mkc imatrix)
 function M.generate(opts)
   -- threads per block: the caller's, else 128, or MKC_THREADS (a knob for the GPU's A/B: fewer,
   -- larger blocks make fewer arrivals at each flow wait's one counter; tests/gpu/probe_flow.cu
@@ -140,9 +140,12 @@ function M.generate(opts)
     templates = {},
   }
   local all = {}
+  -- the imatrix kernel's template is in its hash alone: the other kernels never splice it
+  gen.imatrix = opts.imatrix and true or false
+  if gen.imatrix and slots > 0 then util.fail("--imatrix: a plain kernel's (no --slots)") end
   for _, name in ipairs({ "prelude_cuda.cuh", "prelude_cpu.h", table.unpack(emit.TEMPLATES) }) do
     gen.templates[name] = util.read_file(opts.templates_dir .. "/" .. name)
-    all[#all + 1] = name .. "\0" .. gen.templates[name]
+    if gen.imatrix or not emit.IMATRIX_ONLY[name] then all[#all + 1] = name .. "\0" .. gen.templates[name] end
   end
   gen.graph_hash = util.hash(util.read_file(opts.graph))
   gen.templates_hash = util.hash(table.concat(all, "\0"))
@@ -192,7 +195,7 @@ function M.generate(opts)
     :format(graph.preset, gen.t_max, gen.t_chunk, gen.max_ctx, gen.threads, gen.max_blocks, gen.kv_dtype,
             table.concat(stored, ","), gen.stage_timers and ";timers" or "",
             gen.keep_layers and (";keep=" .. table.concat(gen.keep_layers, ",")) or "")
-    .. (slots > 0 and (";slots=%d"):format(slots) or "") .. (kv_pages > 0 and (";pages=%d"):format(kv_pages) or "")
+    .. (gen.imatrix and ";imatrix" or "") .. (slots > 0 and (";slots=%d"):format(slots) or "") .. (kv_pages > 0 and (";pages=%d"):format(kv_pages) or "")
     .. (step_rows > t_max and (";rows=%d"):format(step_rows) or ""))
   sync.plan(stages, plan)
   plan.smem_bytes = emit.stages(graph, plan, gen)
@@ -225,6 +228,10 @@ local DERIVED = {
   kv_k = function(node, plan) if node.op == "attention" and plan.kv then return plan.kv[node].k end end,
   kv_v = function(node, plan) if node.op == "attention" and plan.kv then return plan.kv[node].v end end,
   kv_rows = function(node, plan) if node.op == "attention" and plan.kv then return plan.kv[node].rows end end,
+  -- an imatrix kernel's: where a matmul's input squares are added (buffers.lua), 0: nowhere
+  imatrix = function(node, plan)
+    if (node.op == "matmul" or node.op == "moe") and plan.imatrix_of then return plan.imatrix_of[node] end
+  end,
 }
 do
   local known = {}
@@ -308,7 +315,8 @@ function M.export(graph, plan, gen, source)
              feature_stride = feature and feature.stride or 0,
              keep_layers = gen.keep_layers or {}, keep_offset = plan.keep or 0, keep_slot = plan.keep_slot or 0,
              slots = gen.slots, history_floats = plan.history_floats, kv_pages = gen.kv_pages,
-             page_table_offset = plan.page_table or 0, slot_pages = gen.slot_pages },
+             page_table_offset = plan.page_table or 0, slot_pages = gen.slot_pages,
+             imatrix_offset = plan.imatrix or 0, imatrix_floats = plan.imatrix_floats or 0 },
   }
 end
 

@@ -264,6 +264,21 @@ MKC_FAKE_CUDA_ARCH=sm_75 expect_error "run --kernel on a device older than every
   "mkc: error: $tmp/aot has cubins for sm_80, sm_90, PTX for compute_80: none runs on mkc fake CUDA device (the CPU backend behind a driver double) (sm_75); recompile with --arch sm_75" \
   -- run --kernel "$tmp/aot" --random-weights 5 -n 12
 
+# mkc imatrix on the cuda backend: the sums read back from device scratch and zeroed there after
+# each chunk (mkc_session_imatrix), the same file as the cpu backend's.
+cat graphs/llama.lua tests/graphs/im_tiny_preset.lua >"$tmp/im.lua"
+"$mkc" init "$tmp/im.lua" --preset im-tiny --seed 2 --type f32 --vocab tests/data/standin_vocab.gguf \
+  -o "$tmp/im.gguf" >/dev/null 2>&1
+im=(imatrix -m "$tmp/im.gguf" -f tests/data/imatrix_text.txt -c 64 --chunks 3 --kv-dtype f32)
+"$mkc" "${im[@]}" --backend cpu -o "$tmp/im-cpu.gguf" >/dev/null 2>&1
+if "$mkc" "${im[@]}" --backend cuda -o "$tmp/im-cuda.gguf" >/dev/null 2>"$tmp/im.err" \
+  && cmp -s "$tmp/im-cpu.gguf" "$tmp/im-cuda.gguf" && grep -q 'on the cuda backend' "$tmp/im.err" \
+  && no_misuse "$tmp/im.err"; then
+  ok "imatrix --backend cuda: the cpu backend's file, byte for byte"
+else
+  fail "imatrix on cuda" "$(tail -n 3 "$tmp/im.err")"
+fi
+
 # bench on the cuda backend: the table and the copy bandwidth of the same run.
 "$mkc" bench --preset tiny --random-weights 1 -n 8 --backend cuda >"$tmp/bench" 2>"$tmp/bench.err"
 if [ $? -eq 0 ] && grep -Eq '^\| llama tiny BF16 \| .* \| cuda \| tg8 \| [0-9.]+ ± [0-9.]+ \| sm_90 \|' "$tmp/bench" \

@@ -3,22 +3,43 @@
 # a 2-layer llama (`mkc init` of tests/graphs/im_tiny_preset.lua, F32, the stand-in vocabulary of
 # tests/data/standin_vocab.gguf) over tests/data/imatrix_text.txt in 4 chunks of 64, F32 cache
 # (tools/quant_ggml_fixture.sh); mkc's of the same model and text, compared by
-# tests/imatrix_compare.py (the same matrices and counts, the sums within 1e-5); its .dat; the
-# thread count's and --process-output's effects; the matrix read back by mkc quantize; refusals.
+# tests/imatrix_compare.py (the same matrices and counts, the sums within 1e-5): from the imatrix
+# kernel on the cpu backend (its matmul stages sum their inputs' squares), in prompt chunks (tiled)
+# and in steps of one input, and from the reference executor (--backend ref); its .dat; the
+# thread count's and --process-output's effects; the kernel against the reference on SmolLM2; the
+# matrix read back by mkc quantize; refusals.
 source "$(dirname "$0")/lib.sh"
 cat graphs/llama.lua tests/graphs/im_tiny_preset.lua >"$tmp/im.lua"
 text=tests/data/imatrix_text.txt
 "$mkc" init "$tmp/im.lua" --preset im-tiny --seed 2 --type f32 --vocab tests/data/standin_vocab.gguf \
   -o "$tmp/m.gguf" >/dev/null 2>&1
 args=(-m "$tmp/m.gguf" -f "$text" -c 64 --chunks 4 --kv-dtype f32)
-if "$mkc" imatrix "${args[@]}" -t 2 -o "$tmp/im.gguf" >"$tmp/out" 2>"$tmp/err"; then
+if "$mkc" imatrix "${args[@]}" --backend cpu -o "$tmp/im.gguf" >"$tmp/out" 2>"$tmp/err"; then
   got=$(python3 tests/imatrix_compare.py "$tmp/im.gguf" tests/data/imatrix_llamacpp.gguf)
-  [[ $got == ok* ]] && ok "llama-imatrix's matrix: $got" || fail "against llama-imatrix" "$got"
-  grep -q '^mkc: imatrix: 4 of 4 chunks' "$tmp/err" && grep -q '^mkc: imatrix: 14 matrices over 256 tokens written to' "$tmp/err" \
-    && ok "progress a chunk, and what was written" || fail "progress" "$(cat "$tmp/err")"
+  [[ $got == ok* ]] && ok "the kernel, prompt chunks of 64: llama-imatrix's matrix: $got" \
+    || fail "the kernel against llama-imatrix" "$got"
+  grep -q '^mkc: imatrix: 4 chunks of 64, on the cpu backend, 64 a step$' "$tmp/err" \
+    && grep -q '^mkc: imatrix: 4 of 4 chunks' "$tmp/err" && grep -q '^mkc: imatrix: 14 matrices over 256 tokens written to' "$tmp/err" \
+    && ok "the backend, progress a chunk, and what was written" || fail "progress" "$(cat "$tmp/err")"
   [ ! -s "$tmp/out" ] && ok "nothing on stdout" || fail "stdout" "$(head -n 3 "$tmp/out")"
 else
   fail "mkc imatrix" "$(tail -n 3 "$tmp/err")"
+fi
+# steps of one input: the decode stages' sums (a kernel with no tiled path)
+if "$mkc" imatrix "${args[@]}" --backend cpu -ub 1 -o "$tmp/im1.gguf" >/dev/null 2>"$tmp/err"; then
+  got=$(python3 tests/imatrix_compare.py "$tmp/im1.gguf" tests/data/imatrix_llamacpp.gguf)
+  [[ $got == ok* ]] && grep -q ', 1 a step$' "$tmp/err" && ok "the kernel, steps of one input: llama-imatrix's matrix: $got" \
+    || fail "the kernel, -ub 1, against llama-imatrix" "$got" "$(head -n 2 "$tmp/err")"
+else
+  fail "mkc imatrix -ub 1" "$(tail -n 3 "$tmp/err")"
+fi
+if "$mkc" imatrix "${args[@]}" --backend ref -t 2 -o "$tmp/imr.gguf" >/dev/null 2>"$tmp/err"; then
+  got=$(python3 tests/imatrix_compare.py "$tmp/imr.gguf" tests/data/imatrix_llamacpp.gguf)
+  [[ $got == ok* ]] && grep -q '^mkc: imatrix: 4 chunks of 64, on the reference executor, 2 threads$' "$tmp/err" \
+    && ok "the reference executor, 2 threads: llama-imatrix's matrix: $got" \
+    || fail "the reference against llama-imatrix" "$got" "$(head -n 3 "$tmp/err")"
+else
+  fail "mkc imatrix --backend ref" "$(tail -n 3 "$tmp/err")"
 fi
 # A phi3 file: Q, K and V in one matrix (attn_qkv), gate and up in another (ffn_up), each one
 # entry under the file's name, as llama-imatrix's (and so what quantize looks up)
@@ -36,19 +57,83 @@ if "$mkc" imatrix -m "$tmp/phi3.gguf" -f "$text" -c 64 --chunks 2 --kv-dtype f32
 else
   fail "mkc imatrix on a phi3 file" "$(tail -n 3 "$tmp/err")"
 fi
-if "$mkc" imatrix "${args[@]}" -t 1 --output-format dat -o "$tmp/im.dat" >/dev/null 2>"$tmp/err"; then
-  got=$(python3 tests/imatrix_compare.py "$tmp/im.gguf" tests/data/imatrix_llamacpp.gguf --dat "$tmp/im.dat")
-  [[ $got == ok* ]] && ok "--output-format dat, one thread: the same means, times the calls" \
+# Experts: moe-tiny (8 experts, 3 an input), each _exps entry an expert a slice with its own count
+# (the inputs that chose it), the router's entry every input's: llama-imatrix's, on the kernel and
+# on the reference; its .dat; and quantize finds every matrix's entry
+"$mkc" init --preset moe-tiny --seed 2 --type f32 --vocab tests/data/standin_vocab.gguf -o "$tmp/moe.gguf" \
+  >/dev/null 2>&1
+margs=(-m "$tmp/moe.gguf" -f "$text" -c 64 --chunks 4 --kv-dtype f32)
+for b in cpu ref; do
+  if "$mkc" imatrix "${margs[@]}" --backend $b -o "$tmp/moe-$b.gguf" >/dev/null 2>"$tmp/err"; then
+    got=$(python3 tests/imatrix_compare.py "$tmp/moe-$b.gguf" tests/data/imatrix_moe_llamacpp.gguf)
+    [[ $got == ok* ]] && ok "experts, --backend $b: llama-imatrix's entries, counts and sums: $got" \
+      || fail "experts on $b against llama-imatrix" "$got"
+  else
+    fail "mkc imatrix on moe-tiny, --backend $b" "$(tail -n 3 "$tmp/err")"
+  fi
+done
+python3 tests/gguf_dump.py "$tmp/moe-cpu.gguf" >"$tmp/moe-dump"
+grep -q '^tensor blk.1.ffn_down_exps.weight.in_sum2 0 48,8 ' "$tmp/moe-dump" \
+  && grep -q '^tensor blk.1.ffn_gate_exps.weight.counts 0 1,8 ' "$tmp/moe-dump" \
+  && grep -q '^tensor blk.1.ffn_gate_inp.weight.counts 0 1 ' "$tmp/moe-dump" \
+  && cmp -s <(python3 tests/gguf_dump.py tests/data/imatrix_moe_llamacpp.gguf | awk '/^tensor/ {print $2, $4}' | sort) \
+    <(awk '/^tensor/ {print $2, $4}' "$tmp/moe-dump" | sort) \
+  && ok "experts: in_sum2 [8][48] for down, counts [8][1]; the router one matrix; every shape llama-imatrix's" \
+  || fail "experts' shapes" "$(grep 'blk.1.ffn' "$tmp/moe-dump")"
+if "$mkc" imatrix "${margs[@]}" --backend ref --output-format dat -o "$tmp/moe.dat" >/dev/null 2>"$tmp/err"; then
+  got=$(python3 tests/imatrix_compare.py "$tmp/moe-ref.gguf" tests/data/imatrix_moe_llamacpp.gguf --dat "$tmp/moe.dat")
+  [[ $got == ok* ]] && ok "experts: --output-format dat, each expert's means times the calls" \
+    || fail "experts' .dat" "$got"
+else
+  fail "experts' .dat" "$(tail -n 3 "$tmp/err")"
+fi
+# (down's 48 columns are no whole Q4_0 block: kept in f16)
+"$mkc" quantize --imatrix "$tmp/moe-cpu.gguf" --tensor-type 'ffn_down_exps=f16' "$tmp/moe.gguf" "$tmp/moe-q.gguf" \
+  Q4_0 >/dev/null 2>"$tmp/err"
+grep -q "moe-cpu.gguf: 16 importance matrix entries (16 kept)" "$tmp/err" && ! grep -q "blk.*: no importance" "$tmp/err" \
+  && ok "experts: quantize finds an entry for every layer matrix" || fail "experts: quantize" "$(head -n 8 "$tmp/err")"
+if "$mkc" imatrix "${args[@]}" --backend ref -t 1 --output-format dat -o "$tmp/im.dat" >/dev/null 2>"$tmp/err"; then
+  got=$(python3 tests/imatrix_compare.py "$tmp/imr.gguf" tests/data/imatrix_llamacpp.gguf --dat "$tmp/im.dat")
+  [[ $got == ok* ]] && ok "--output-format dat, the reference on one thread: the same means, times the calls" \
     || fail "--output-format dat" "$got"
 else
   fail "mkc imatrix --output-format dat" "$(tail -n 3 "$tmp/err")"
 fi
-"$mkc" imatrix "${args[@]}" --process-output -o "$tmp/out.gguf" >/dev/null 2>&1
+"$mkc" imatrix "${args[@]}" --backend cpu --process-output -o "$tmp/out.gguf" >/dev/null 2>&1
+"$mkc" imatrix "${args[@]}" --backend ref --process-output -o "$tmp/outr.gguf" >/dev/null 2>&1
 python3 tests/gguf_dump.py "$tmp/out.gguf" >"$tmp/with"
 python3 tests/gguf_dump.py "$tmp/im.gguf" >"$tmp/without"
-grep -q '^tensor output.weight.in_sum2 0 64,1 ' "$tmp/with" && ! grep -q '^tensor output' "$tmp/without" \
-  && ok "--process-output: output.weight too (64 columns); without it, not" \
-  || fail "--process-output" "$(grep output "$tmp/with")"
+got=$(python3 tests/imatrix_compare.py "$tmp/out.gguf" "$tmp/outr.gguf")
+grep -q '^tensor output.weight.in_sum2 0 64 ' "$tmp/with" && ! grep -q '^tensor output' "$tmp/without" \
+  && [[ $got == ok* ]] && ok "--process-output: output.weight too (64 columns), the kernel's the reference's: $got; without it, not" \
+  || fail "--process-output" "$(grep output "$tmp/with")" "$got"
+# A real model, quantized (Q4_1 blocks in the kernel, the format's dequantizer in the reference),
+# 30 layers: the kernel's sums against the reference's. An F32 cache, so that only float against
+# double arithmetic differs (with bf16 K and V a value near a rounding boundary rounds apart: 3 %
+# off in attn_output's sums of late layers). 2e-4: 3 times the largest seen (6e-5, blk.18's
+# attn_output; half the sums within 5e-6).
+smol=${MKC_TEST_DATA:+$MKC_TEST_DATA/SmolLM2-135M-Instruct.Q4_1.gguf}
+if [ -n "$smol" ] && [ -f "$smol" ]; then
+  sargs=(-m "$smol" -f "$text" -c 32 --chunks 2 --kv-dtype f32)
+  if "$mkc" imatrix "${sargs[@]}" --backend cpu -o "$tmp/sk.gguf" >/dev/null 2>"$tmp/err" \
+    && "$mkc" imatrix "${sargs[@]}" --backend ref -o "$tmp/sr.gguf" >/dev/null 2>>"$tmp/err"; then
+    got=$(python3 tests/imatrix_compare.py "$tmp/sk.gguf" "$tmp/sr.gguf" --tol 2e-4)
+    [[ $got == ok* ]] && ok "SmolLM2-135M Q4_1: the kernel's sums are the reference's: $got" \
+      || fail "SmolLM2: the kernel against the reference" "$got"
+  else
+    fail "mkc imatrix on SmolLM2" "$(tail -n 3 "$tmp/err")"
+  fi
+else
+  skip "SmolLM2: the kernel against the reference (no test data: tests/data/fetch.sh)"
+fi
+# the kernel mkc imatrix runs, as gen writes it: each matmul stage's sums first, in the layer loop;
+# no other kernel splices the template
+"$mkc" gen graphs/llama.lua --preset tiny --imatrix-kernel -o "$tmp/im.cu" 2>/dev/null
+"$mkc" gen graphs/llama.lua --preset tiny -o "$tmp/plain.cu" 2>/dev/null
+[ "$(grep -c '^  mkc_imatrix_add(scratch + [0-9]*, [0-9]*, [0-9]*, .*scratch + lay_i\[' "$tmp/im.cu")" -eq 4 ] \
+  && [ "$(grep -c '^  mkc_imatrix_add(' "$tmp/im.cu")" -eq 5 ] && ! grep -q imatrix "$tmp/plain.cu" \
+  && ok "gen --imatrix-kernel: 4 stages of the layer loop and the LM head sum their inputs; a plain kernel has none" \
+  || fail "gen --imatrix-kernel" "$(grep -n 'imatrix' "$tmp/im.cu" | head -n 8)"
 "$mkc" quantize --imatrix "$tmp/im.dat" "$tmp/m.gguf" "$tmp/q.gguf" Q4_0 >/dev/null 2>"$tmp/err" \
   && grep -q "^mkc: quantize: $tmp/im.dat: 14 importance matrix entries (14 kept) from $text, 4 chunks$" "$tmp/err" \
   && ok "mkc quantize reads it" || fail "quantize --imatrix" "$(head -n 3 "$tmp/err")"

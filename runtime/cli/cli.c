@@ -163,6 +163,7 @@ static const struct {
     {"--draft-adaptive", offsetof(mkc_cli, draft_adaptive)},
     {"--dequant", offsetof(mkc_cli, dequant)},
     {"--stages", offsetof(mkc_cli, stages)},
+    {"--imatrix-kernel", offsetof(mkc_cli, imatrix_kernel)},
     {"--draft-head", offsetof(mkc_cli, draft_head)},
     {"--escape", offsetof(mkc_cli, escape)},
     {"--no-escape", offsetof(mkc_cli, no_escape)},

@@ -114,6 +114,7 @@ typedef struct mkc_cli {
   int multiple_choice;       /* perplexity --multiple-choice: -f is its binary dataset */
   int mc_tasks;              /* --multiple-choice-tasks N (0: all) */
   int stages;                /* bench --stages: a kernel with stage timers, and their table */
+  int imatrix_kernel;        /* gen --imatrix-kernel, and mkc imatrix's: mkc_gen_opts.imatrix */
   /* The draft source (cli/draft_source.h); neither: prompt lookup */
   int draft_layers;             /* --draft-layers L: self-speculation on the first L layers */
   const char *draft_model_path; /* -md FILE: a draft model with the target's vocabulary */

@@ -45,14 +45,16 @@ static const char USAGE[] =
     "  --step-rows R    with --slots: a step takes up to R rows (K + 1 to --ubatch),\n"
     "                   each slot's at most K + 1; past K + 1 tiled, on tensor cores\n"
     "  --kv-pages N     with --slots: the slots share a pool of N pages of 16\n"
-    "                   positions, held as their tokens need them\n";
+    "                   positions, held as their tokens need them\n"
+    "  --imatrix-kernel mkc imatrix's kernel: each matmul stage first adds its\n"
+    "                   input's squares, column by column, into scratch\n";
 
 int mkc_cmd_gen(int argc, char **argv) {
   mkc_cli c = {.usage = USAGE};
   int rc = mkc_cli_parse(
       argc, argv, 2,
       "--preset --draft-max --ubatch --ctx -o -m --kv-dtype --dequant --keep-layers --slots "
-      "--kv-pages --step-rows",
+      "--kv-pages --step-rows --imatrix-kernel",
       1, &c);
   if (rc) return rc == MKC_CLI_HELP ? 0 : rc;
   if (!c.positional && !c.model_path)

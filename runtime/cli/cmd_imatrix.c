@@ -1,9 +1,12 @@
 /* mkc imatrix: an importance matrix of a model over a text, as llama.cpp's llama-imatrix
  * computes it, for `mkc quantize --imatrix`: the text's tokens in chunks of the context, each
  * read from an empty cache with its first token BOS (where the model adds one); every matmul of
- * a layer's weight adds its input's squares, column by column, and counts its inputs. Runs on the
- * reference executor (exec/reference.h: every value in double), whose matmuls' inputs are there
- * to read, a thread a chunk at a time. */
+ * a layer's weight adds its input's squares, column by column, and counts its inputs (an
+ * expert's matrix, a slice of its layer's _exps tensor, only those of the inputs that chose it,
+ * and the router all of them). Runs on
+ * the kernel generated for it (mkc_gen_opts.imatrix: each matmul stage sums its input's squares
+ * in scratch, taken after each chunk), or with --backend ref on the reference executor
+ * (exec/reference.h: every value in double), a thread a chunk at a time. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +17,7 @@
 #include "commands.h"
 #include "exec/imatrix_acc.h"
 #include "exec/reference.h"
+#include "exec/session.h"
 #include "loaded.h"
 #include "tokenizer/tokenizer.h"
 #include "util/clock.h"
@@ -24,10 +28,10 @@ static const char USAGE[] =
     "The importance matrix of MODEL over FILE's text, as llama.cpp's llama-imatrix\n"
     "computes it: the text's tokens in chunks of N, each read from an empty cache\n"
     "with its first token BOS (where the model adds one); each layer's matrices\n"
-    "sum the squares of their inputs, column by column. `mkc quantize --imatrix`\n"
-    "(and llama-quantize) weigh each matrix's error by it. Computed on the\n"
-    "reference executor, in double, a chunk a thread: slow (a model's weights read\n"
-    "once a token by each thread), meant for small models and short texts.\n"
+    "sum the squares of their inputs, column by column (each expert those of the\n"
+    "inputs routed to it). `mkc quantize --imatrix`\n"
+    "(and llama-quantize) weigh each matrix's error by it. Computed by a kernel\n"
+    "whose matmul stages sum their inputs' squares as they read them.\n"
     "  -m, --model MODEL      GGUF file, Hugging Face folder, or a model's file name\n"
     "                         in the model directory\n"
     "  -f FILE                the text (control tokens' spellings are text)\n"
@@ -39,7 +43,13 @@ static const char USAGE[] =
     "  --chunks N             at most N chunks (default: all the text holds)\n"
     "  --process-output       output.weight's inputs too (llama-quantize leaves\n"
     "                         the output's type to its own rules)\n"
-    "  -t, --threads N        chunks read at once (default: every core)\n"
+    "  --backend B            auto (default: cuda where a GPU answers, else cpu),\n"
+    "                         cuda, cpu, or ref: the reference executor, in double,\n"
+    "                         a chunk a thread (slow: a model's weights read once a\n"
+    "                         token by each thread; for small models and short texts)\n"
+    "  --ubatch N, -ub N      the kernel's prompt steps take up to N tokens\n"
+    "  -t, --threads N        the cpu backend's threads; ref: chunks read at once\n"
+    "                         (default: every core)\n"
     "  --kv-dtype T           bf16 (default), f16 or f32: the cache's values\n"
     "  --lora FILE, --lora-scaled FILE:SCALE: as for run\n";
 
@@ -99,21 +109,113 @@ static int check_flags(const mkc_cli *c) {
   return 0;
 }
 
+/* The reference's chunks, a thread each at a time, added into acc. 0, or -1 after a message. */
+static int run_ref(const mkc_cli *c, mkc_loaded_model *m, const int *toks, int n_ctx, int chunks,
+                   int bos, mkc_imatrix_acc *acc) {
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  int threads = c->blocks > 0 ? c->blocks : cores < 1 ? 1 : (int)cores;
+  if (threads > chunks) threads = chunks;
+  int done_chunks = 0, started = 0, rc = -1;
+  pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+  worker *k = calloc((size_t)threads, sizeof *k);
+  pthread_t *tid = calloc((size_t)threads, sizeof *tid);
+  if (!k || !tid) {
+    fprintf(stderr, "mkc: error: imatrix: out of memory\n");
+    goto done;
+  }
+  fprintf(stderr, "mkc: imatrix: %d chunks of %d, on the reference executor, %d threads\n", chunks,
+          n_ctx, threads);
+  double t0 = mkc_seconds();
+  for (int t = 0; t < threads; t++) {
+    k[t] = (worker){.g = &m->g,
+                    .w = &m->w,
+                    .toks = toks,
+                    .n_ctx = n_ctx,
+                    .bos = bos,
+                    .first = t,
+                    .step = threads,
+                    .n_chunks = chunks,
+                    .output = c->process_output,
+                    .done = &done_chunks,
+                    .lock = &lock,
+                    .t0 = t0};
+    if (pthread_create(&tid[t], NULL, run_worker, &k[t]) != 0) break;
+    started++;
+  }
+  for (int t = 0; t < started; t++) pthread_join(tid[t], NULL);
+  int failed = started < threads;
+  for (int t = 0; t < started; t++) failed |= k[t].rc != 0;
+  if (started < threads) fprintf(stderr, "mkc: error: imatrix: no thread to start\n");
+  if (!failed) {
+    for (int t = 0; t < threads; t++) mkc_imatrix_acc_merge(acc, &k[t].acc);
+    rc = 0;
+  }
+done:
+  for (int t = 0; k && t < threads; t++) mkc_imatrix_acc_free(&k[t].acc);
+  free(k);
+  free(tid);
+  return rc;
+}
+
+/* The chunks on the imatrix kernel, one after another: each fed in prompt steps from an empty
+ * cache, then the sums its steps added taken (mkc_session_imatrix) into acc. 0, or -1 after a
+ * message. */
+static int run_kernel(mkc_loaded_model *m, int *toks, int n_ctx, int chunks, int bos,
+                      mkc_imatrix_acc *acc) {
+  float *sums = malloc((m->g.imatrix_floats ? m->g.imatrix_floats : 1) * sizeof *sums);
+  if (!sums) {
+    fprintf(stderr, "mkc: error: imatrix: out of memory\n");
+    return -1;
+  }
+  fprintf(stderr, "mkc: imatrix: %d chunks of %d, on the %s backend, %d a step\n", chunks, n_ctx,
+          mkc_session_backend(m->s), mkc_session_prompt_inputs(m->s, n_ctx));
+  int rc = -1;
+  double t0 = mkc_seconds();
+  for (int i = 0; i < chunks; i++) {
+    int *chunk = toks + (size_t)i * n_ctx, was = chunk[0], failed = 0;
+    if (bos >= 0) chunk[0] = bos;
+    mkc_session_reset(m->s);
+    for (int pos = 0, k; pos < n_ctx && !failed; pos += k) {
+      k = mkc_session_prompt_inputs(m->s, n_ctx - pos);
+      mkc_step_result r;
+      if (mkc_session_step(m->s, chunk + pos, k, k - 1, &r) != 0) {
+        failed = 1;
+      } else if (r.status != MKC_STATUS_OK) {
+        fprintf(stderr, "mkc: error: imatrix: the step at position %d was refused (%s)\n", pos,
+                mkc_status_name(r.status));
+        failed = 1;
+      }
+    }
+    chunk[0] = was;
+    if (failed || mkc_session_imatrix(m->s, sums) != 0 ||
+        mkc_imatrix_acc_add_kernel(acc, sums, n_ctx) != 0)
+      goto done;
+    double s = mkc_seconds() - t0;
+    fprintf(stderr, "mkc: imatrix: %d of %d chunks, %.1f s (about %.1f minutes left)\n", i + 1,
+            chunks, s, s / (i + 1) * (chunks - i - 1) / 60);
+  }
+  rc = 0;
+done:
+  free(sums);
+  return rc;
+}
+
 int mkc_cmd_imatrix(int argc, char **argv) {
   mkc_cli c = {.usage = USAGE, .n_chunks = -1};
   int rc = mkc_cli_parse(argc, argv, 2,
                          "-m -f -o --ctx --chunks --kv-dtype --blocks --lora --lora-scaled "
-                         "--output-format --process-output",
+                         "--output-format --process-output --backend --ubatch",
                          0, &c);
   if (rc == MKC_CLI_HELP) return 0;
   if (rc || (rc = check_flags(&c))) return rc;
   if (c.max_ctx == 0) c.max_ctx = 512; /* llama-imatrix's default chunk */
+  int ref = c.backend && strcmp(c.backend, "ref") == 0;
+  c.imatrix_kernel = !ref;
   const char *out = c.out ? c.out : "imatrix.gguf";
   int legacy = c.output_format && strcmp(c.output_format, "dat") == 0;
   mkc_loaded_model m;
-  int n = 0, *toks = NULL, threads = 0;
-  worker *k = NULL;
-  pthread_t *tid = NULL;
+  mkc_imatrix_acc acc = {0};
+  int n = 0, *toks = NULL;
   rc = 1;
   if (mkc_loaded_plan(&c, &m) != 0) goto done;
   const mkc_tokenizer *tok = m.file.tok;
@@ -137,64 +239,30 @@ int mkc_cmd_imatrix(int argc, char **argv) {
   }
   int chunks = n / n_ctx;
   if (c.n_chunks > 0 && c.n_chunks < chunks) chunks = c.n_chunks;
-  if (mkc_loaded_weights(&c, &m) != 0) goto done;
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  threads = c.blocks > 0 ? c.blocks : cores < 1 ? 1 : (int)cores;
-  if (threads > chunks) threads = chunks;
-  int bos = mkc_tokenizer_add_bos(tok) ? mkc_tokenizer_bos(tok) : -1, done_chunks = 0;
-  pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-  if (!(k = calloc((size_t)threads, sizeof *k)) || !(tid = calloc((size_t)threads, sizeof *tid))) {
+  if (mkc_imatrix_acc_open(&acc, &m.g, c.process_output) != 0) {
     fprintf(stderr, "mkc: error: imatrix: out of memory\n");
     goto done;
   }
-  fprintf(stderr,
-          "mkc: imatrix: %d tokens, %d chunks of %d, on the reference executor, %d threads\n", n,
-          chunks, n_ctx, threads);
-  for (int id = 0; id < m.g.n_nodes; id++)
-    if (m.g.nodes[id].op == MKC_OP_MOE) {
-      fprintf(stderr, "mkc: imatrix: the experts' matrices are not collected (quantize takes "
-                      "them unweighted)\n");
-      break;
-    }
+  if (ref ? mkc_loaded_weights(&c, &m) != 0
+          : mkc_loaded_cpu_guard(&c, &m, (double)chunks * n_ctx, "imatrix") != 0 ||
+                mkc_loaded_start(&c, &m) != 0)
+    goto done;
+  int bos = mkc_tokenizer_add_bos(tok) ? mkc_tokenizer_bos(tok) : -1;
+  fprintf(stderr, "mkc: imatrix: %d tokens\n", n);
   double t0 = mkc_seconds();
-  int started = 0;
-  for (int t = 0; t < threads; t++) {
-    k[t] = (worker){.g = &m.g,
-                    .w = &m.w,
-                    .toks = toks,
-                    .n_ctx = n_ctx,
-                    .bos = bos,
-                    .first = t,
-                    .step = threads,
-                    .n_chunks = chunks,
-                    .output = c.process_output,
-                    .done = &done_chunks,
-                    .lock = &lock,
-                    .t0 = t0};
-    if (pthread_create(&tid[t], NULL, run_worker, &k[t]) != 0) break;
-    started++;
-  }
-  for (int t = 0; t < started; t++) pthread_join(tid[t], NULL);
-  int failed = started < threads;
-  for (int t = 0; t < started; t++) failed |= k[t].rc != 0;
-  if (failed) {
-    if (started < threads) fprintf(stderr, "mkc: error: imatrix: no thread to start\n");
-  } else {
-    for (int t = 1; t < threads; t++) mkc_imatrix_acc_merge(&k[0].acc, &k[t].acc);
-    if (mkc_imatrix_acc_fuse(&k[0].acc, &m.file.desc) != 0)
-      ; /* said */
-    else if (!k[0].acc.s.n)
-      fprintf(stderr, "mkc: error: imatrix: %s has no layer matrices to collect\n", c.model_path);
-    else if (mkc_imatrix_write(out, &k[0].acc.s, legacy, c.prompt_file, chunks, n_ctx) == 0) {
-      fprintf(stderr, "mkc: imatrix: %zu matrices over %d tokens written to %s in %.1f s\n",
-              k[0].acc.s.n, chunks * n_ctx, out, mkc_seconds() - t0);
-      rc = 0;
-    }
+  if ((ref ? run_ref(&c, &m, toks, n_ctx, chunks, bos, &acc)
+           : run_kernel(&m, toks, n_ctx, chunks, bos, &acc)) != 0 ||
+      mkc_imatrix_acc_fuse(&acc, &m.file.desc) != 0)
+    goto done;
+  if (!acc.s.n)
+    fprintf(stderr, "mkc: error: imatrix: %s has no layer matrices to collect\n", c.model_path);
+  else if (mkc_imatrix_write(out, &acc.s, legacy, c.prompt_file, chunks, n_ctx) == 0) {
+    fprintf(stderr, "mkc: imatrix: %zu matrices over %d tokens written to %s in %.1f s\n", acc.s.n,
+            chunks * n_ctx, out, mkc_seconds() - t0);
+    rc = 0;
   }
 done:
-  for (int t = 0; k && t < threads; t++) mkc_imatrix_acc_free(&k[t].acc);
-  free(k);
-  free(tid);
+  mkc_imatrix_acc_free(&acc);
   free(toks);
   mkc_loaded_close(&m);
   return rc;

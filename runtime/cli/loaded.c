@@ -83,6 +83,7 @@ int mkc_loaded_plan(const mkc_cli *c, mkc_loaded_model *m) {
   char graph_path[4200];
   mkc_gen_opts o = {.graph_path = graph_path,
                     .stage_timers = c->stages,
+                    .imatrix = c->imatrix_kernel,
                     .preset = c->preset,
                     .draft_max = c->draft_max,
                     .ubatch = c->ubatch,

@@ -128,7 +128,10 @@ enum mkc_kv_dtype {
   X(INT, experts, experts)           /* moe: the experts, each an MLP of its own */                \
   X(INT, experts_used, experts_used) /* moe: the experts each input runs (top-k) */                \
   X(INT, norm_topk, norm_topk) /* moe: 1: the chosen experts' weights renormalized to sum 1 */     \
-  X(DOUBLE, softcap, softcap)  /* attention (scaled scores), logits: c * tanh(x / c); 0: none */
+  X(DOUBLE, softcap, softcap)  /* attention (scaled scores), logits: c * tanh(x / c); 0: none */   \
+  /* matmul, in an imatrix kernel (mkc_gen_opts.imatrix): the float offset in scratch where its    \
+   * input's squares are summed, one float a column (0: none, or another kernel) */                \
+  X(SIZE, imatrix, imatrix)
 
 #define MKC_NODE_INPUTS 9
 #define MKC_NODE_MEMBER_OP(m) int m;
@@ -227,6 +230,10 @@ typedef struct mkc_graph {
    * scratch, written by the host. */
   int kv_pages, slot_pages;
   size_t page_table_offset;
+  /* An imatrix kernel (mkc_gen_opts.imatrix): the matmul stages' sums of
+   * squares, imatrix_floats floats from float offset imatrix_offset of
+   * scratch (each matmul node's at its imatrix field); 0 floats otherwise. */
+  size_t imatrix_offset, imatrix_floats;
 } mkc_graph;
 
 void mkc_graph_free(mkc_graph *g);

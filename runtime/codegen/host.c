@@ -432,6 +432,8 @@ static int read_result(lua_State *L, int res, mkc_graph *g, mkc_kernel_src *src)
   g->kv_pages = (int)get_int(L, p, "kv_pages");
   g->slot_pages = (int)get_int(L, p, "slot_pages");
   g->page_table_offset = (size_t)get_int(L, p, "page_table_offset");
+  g->imatrix_offset = (size_t)get_int(L, p, "imatrix_offset");
+  g->imatrix_floats = (size_t)get_int(L, p, "imatrix_floats");
   lua_pop(L, 1);
   return src->source && src->file_name && g->graph_path && g->preset && g->kv_dtype >= 0 ? 0 : -1;
 }
@@ -534,6 +536,8 @@ static void push_gen_opts(lua_State *L, const mkc_gen_opts *o) {
   }
   lua_pushboolean(L, o->stage_timers);
   lua_setfield(L, -2, "stage_timers");
+  lua_pushboolean(L, o->imatrix);
+  lua_setfield(L, -2, "imatrix");
   if (o->n_keep_layers > 0) {
     lua_createtable(L, o->n_keep_layers, 0);
     for (int i = 0; i < o->n_keep_layers; i++) {

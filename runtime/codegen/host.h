@@ -38,6 +38,10 @@ typedef struct mkc_gen_opts {
   /* Nonzero: block 0 writes a %globaltimer reading after every stage
    * (mkc_graph.timers_offset; mkc_session_stage_ns): `bench --stages`. */
   int stage_timers;
+  /* Nonzero: each matmul stage first adds its input's squares, column by
+   * column, into scratch (mkc_graph.imatrix_offset; templates/imatrix.cuh):
+   * mkc imatrix's kernel. A plain kernel only. */
+  int imatrix;
   /* Layers (0-based, up to MKC_KEEP_MAX) whose outputs every step keeps for
    * the host (mkc_session_hidden_layer): a drafter head's features. */
   const int *keep_layers;

@@ -1,7 +1,8 @@
-/* An importance matrix summed over a reference executor's steps, for `mkc imatrix`: after each
- * step, each matmul of a layer's weight (blk.*; with output, output.weight too) adds its input's
- * squares column by column and counts one input, as llama-imatrix collects them. The experts'
- * matrices (inside a MOE node) are not reached. */
+/* An importance matrix for `mkc imatrix`, summed over a reference executor's steps or taken from
+ * an imatrix kernel's sums: each matmul of a layer's weight (blk.*; with output, output.weight
+ * too) adds its input's squares column by column and counts its inputs, as llama-imatrix collects
+ * them; a MOE node's router every input, and each expert's slice of its _exps tensors the inputs
+ * routed to it (llama-imatrix's MUL_MAT_ID entries: a sum and a count an expert). */
 #ifndef MKC_IMATRIX_ACC_H
 #define MKC_IMATRIX_ACC_H
 
@@ -22,6 +23,10 @@ typedef struct mkc_imatrix_acc {
 /* 0, or -1 (out of memory; a is left freeable). */
 int mkc_imatrix_acc_open(mkc_imatrix_acc *a, const mkc_graph *g, int output);
 void mkc_imatrix_acc_add(mkc_imatrix_acc *a, const mkc_ref *r);
+/* The same from an imatrix kernel (mkc_gen_opts.imatrix): sums as mkc_session_imatrix took them,
+ * over `tokens` inputs. 0, or -1 after a message (a collected matmul the kernel sums nothing for).
+ */
+int mkc_imatrix_acc_add_kernel(mkc_imatrix_acc *a, const float *sums, long tokens);
 /* Adds from's sums and counts into into's (the same graph's). */
 void mkc_imatrix_acc_merge(mkc_imatrix_acc *into, const mkc_imatrix_acc *from);
 /* The model file's fused matrices (phi3's attn_qkv, ffn_up: formats/fused.h) as one entry each,

@@ -499,10 +499,13 @@ mkc_ref *mkc_ref_open(const mkc_graph *g, const mkc_weights *w) {
       if (alloc_doubles(&r->feature, (size_t)nd->n) != 0) goto fail;
     }
     if (nd->op == MKC_OP_RECURRENT && widen_recurrent(r, id) != 0) goto fail;
-    /* a MOE node's room: the router's probabilities, then an expert's hidden values */
+    /* a MOE node's room: the router's probabilities, then the chosen experts' ids and hidden
+     * values (moe()) */
     if (nd->op == MKC_OP_MOE &&
-        alloc_doubles(&r->rec[id], (size_t)nd->experts + (size_t)r->tensor[nd->in[2]]->rows /
-                                                             (size_t)nd->experts) != 0)
+        alloc_doubles(&r->rec[id],
+                      (size_t)nd->experts +
+                          (size_t)nd->experts_used *
+                              (1 + (size_t)r->tensor[nd->in[2]]->rows / (size_t)nd->experts)) != 0)
       goto fail;
     if (nd->op == MKC_OP_ATTENTION || nd->op == MKC_OP_RECURRENT) {
       mkc_delta_shape ds = delta_shape(nd);
@@ -763,7 +766,8 @@ static void moe(const mkc_ref *r, const mkc_node *nd, double *y, const double *x
   int E = nd->experts, K = nd->experts_used, dim = nd->n;
   const mkc_tensor *gate = r->tensor[nd->in[2]];
   int ffn = gate->rows / E;
-  double *p = tmp, *h = tmp + E; /* [E] probabilities, [ffn] the expert's hidden */
+  /* [E] probabilities, [K] the chosen experts' ids, [K][ffn] their hidden values (mkc_ref_moe) */
+  double *p = tmp, *ids = tmp + E, *hidden = tmp + E + K;
   double max = -INFINITY, sum = 0;
   for (int e = 0; e < E; e++) {
     p[e] = dot_row(r, nd->in[1], (size_t)e, dim, x) + bias_at(r, nd->in[5], (size_t)e);
@@ -781,12 +785,13 @@ static void moe(const mkc_ref *r, const mkc_node *nd, double *y, const double *x
       if (!taken && (best < 0 || p[e] > p[best])) best = e;
     }
     chosen[k] = best;
+    ids[k] = best;
     wsum += w[k] = p[best];
   }
   for (int i = 0; i < dim; i++) y[i] = 0;
   for (int k = 0; k < K; k++) {
     size_t e = (size_t)chosen[k];
-    double wk = nd->norm_topk ? w[k] / wsum : w[k];
+    double wk = nd->norm_topk ? w[k] / wsum : w[k], *h = hidden + (size_t)k * ffn;
     for (int f = 0; f < ffn; f++) {
       size_t row = e * ffn + f;
       h[f] = glu(nd->act, dot_row(r, nd->in[2], row, dim, x) + bias_at(r, nd->in[6], row),
@@ -890,6 +895,13 @@ const double *mkc_ref_hidden(const mkc_ref *r, int *n) {
 void mkc_ref_follow_kv(mkc_ref *r, const void *kv) { r->kernel_kv = kv; }
 
 const mkc_ref_kv_stats *mkc_ref_kv_check(const mkc_ref *r) { return &r->kv_stats; }
+
+const double *mkc_ref_moe(const mkc_ref *r, int id, const double **hidden) {
+  const mkc_node *nd = &r->g->nodes[id];
+  if (nd->op != MKC_OP_MOE) return NULL;
+  *hidden = r->rec[id] + nd->experts + nd->experts_used;
+  return r->rec[id] + nd->experts;
+}
 
 const double *mkc_ref_value(const mkc_ref *r, int id) {
   return id >= 0 && id < r->g->n_nodes ? r->value[id] : NULL;

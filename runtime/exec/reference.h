@@ -61,6 +61,10 @@ const mkc_ref_kv_stats *mkc_ref_kv_check(const mkc_ref *r);
 /* The last step's output of node id (its n doubles; a matmul's input is its in[0]'s), or NULL for
  * a WEIGHT node: what an importance matrix sums (exec/imatrix_acc.h). */
 const double *mkc_ref_value(const mkc_ref *r, int id);
+/* A MOE node's last step: its experts_used chosen experts' ids (the returned doubles, the most
+ * likely first) and each one's hidden values, the down matrix's input (*hidden: experts_used rows
+ * of the experts' width); NULL for another node. */
+const double *mkc_ref_moe(const mkc_ref *r, int id, const double **hidden);
 
 int mkc_ref_pos(const mkc_ref *r);
 void mkc_ref_truncate(mkc_ref *r, int pos); /* forget tokens >= pos */

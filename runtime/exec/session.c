@@ -513,6 +513,28 @@ int mkc_session_stage_ns(mkc_session *s, double *ns) {
   return mkc_backend_stage_ns(s->b, s->g, ns);
 }
 
+int mkc_session_imatrix(mkc_session *s, float *sums) {
+  const mkc_graph *g = s->g;
+  if (!g->imatrix_floats || !s->b->ops->read_scratch || !s->b->ops->write_scratch) {
+    fprintf(stderr,
+            "mkc: error: imatrix: the %s kernel sums no inputs' squares (it was not "
+            "generated for mkc imatrix)\n",
+            mkc_session_backend(s));
+    return -1;
+  }
+  float *zeros = calloc(g->imatrix_floats, sizeof *zeros);
+  if (!zeros) {
+    fprintf(stderr, "mkc: error: imatrix: out of memory\n");
+    return -1;
+  }
+  int rc = s->b->ops->read_scratch(s->b, g->imatrix_offset, g->imatrix_floats, sums) != 0 ||
+                   s->b->ops->write_scratch(s->b, g->imatrix_offset, g->imatrix_floats, zeros) != 0
+               ? -1
+               : 0;
+  free(zeros);
+  return rc;
+}
+
 /* The first ring whose window before pos has lost rows, or NULL. */
 static const mkc_ring *lost_window(const mkc_session *s, int pos) {
   for (int i = 0; i < s->n_rings; i++)

@@ -185,4 +185,11 @@ const char *mkc_status_name(int status);
  * clock, into ns. 0, or -1 (no timers, or the ref backend). */
 int mkc_session_stage_ns(mkc_session *s, double *ns);
 
+/* With an imatrix kernel (mkc_gen_opts.imatrix): the sums of its matmul
+ * stages' input squares since the last call (g->imatrix_floats floats, each
+ * matmul node's from its imatrix offset less g->imatrix_offset) into sums, and
+ * the kernel's sums zeroed. 0, or -1 after a message (another kernel, the ref
+ * backend). */
+int mkc_session_imatrix(mkc_session *s, float *sums);
+
 #endif

@@ -46,20 +46,22 @@ const mkc_imatrix_entry *mkc_imatrix_find(const mkc_imatrix *im, const char *nam
  * (keep 1): llama-quantize's --exclude-weights and --include-weights. */
 void mkc_imatrix_filter(mkc_imatrix *im, const char *const *names, int n, int keep);
 
-/* What `mkc imatrix` collects, as llama-imatrix writes it: per weight matrix the sum over the
- * inputs it met of each column's input squared, and how many inputs that was. */
+/* What `mkc imatrix` collects, as llama-imatrix writes it: per weight matrix (per slice of it:
+ * an expert of a 3-d _exps tensor) the sum over the inputs it met of each column's input squared,
+ * and how many inputs that was. */
 typedef struct mkc_imatrix_sums {
   size_t n;
   char **names;  /* [n] the matrices' tensor names */
   int *cols;     /* [n] their columns */
-  double **sums; /* [n][cols] */
-  long *counts;  /* [n] */
+  int *mats;     /* [n] their slices: the experts of an _exps tensor, else 1 */
+  double **sums; /* [n][mats * cols], slice after slice */
+  long **counts; /* [n][mats] */
 } mkc_imatrix_sums;
 
 /* Writes s to path (atomically): llama-imatrix's GGUF (legacy 0: general.type "imatrix",
  * imatrix.datasets [dataset], imatrix.chunk_count chunks, imatrix.chunk_size chunk_size; per
- * matrix NAME.in_sum2 [cols][1] and NAME.counts [1][1], F32) or its .dat (legacy 1: the means
- * times the calls, a call a chunk, then chunks and dataset). 0, or -1 after a message. */
+ * matrix NAME.in_sum2 [mats][cols] and NAME.counts [mats][1], F32) or its .dat (legacy 1: the
+ * means times the calls, a call a chunk, then chunks and dataset). 0, or -1 after a message. */
 int mkc_imatrix_write(const char *path, const mkc_imatrix_sums *s, int legacy, const char *dataset,
                       int chunks, int chunk_size);
 

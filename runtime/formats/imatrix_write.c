@@ -14,7 +14,7 @@ static int write_gguf(const char *path, const mkc_imatrix_sums *s, const char *d
   mkc_gguf_writer *w = mkc_gguf_writer_new();
   float *values = NULL;
   size_t total = 0;
-  for (size_t i = 0; i < s->n; i++) total += (size_t)s->cols[i] + 1;
+  for (size_t i = 0; i < s->n; i++) total += ((size_t)s->cols[i] + 1) * (size_t)s->mats[i];
   int rc = -1;
   if (!w || !(values = malloc((total ? total : 1) * sizeof *values))) {
     mkc_error_in(path, "out of memory");
@@ -29,14 +29,16 @@ static int write_gguf(const char *path, const mkc_imatrix_sums *s, const char *d
   float *v = values;
   for (size_t i = 0; i < s->n; i++) {
     char name[600];
-    int64_t ne_sums[2] = {s->cols[i], 1}, ne_count[2] = {1, 1};
-    for (int c = 0; c < s->cols[i]; c++) v[c] = (float)s->sums[i][c];
-    v[s->cols[i]] = (float)s->counts[i];
+    size_t vals = (size_t)s->cols[i] * (size_t)s->mats[i];
+    int64_t ne_sums[2] = {s->cols[i], s->mats[i]}, ne_count[2] = {1, s->mats[i]};
+    for (size_t c = 0; c < vals; c++) v[c] = (float)s->sums[i][c];
+    for (int m = 0; m < s->mats[i]; m++) v[vals + (size_t)m] = (float)s->counts[i][m];
     snprintf(name, sizeof name, "%s.in_sum2", s->names[i]);
-    if (mkc_gguf_add_tensor(w, name, MKC_GGML_F32, 2, ne_sums, v)) goto done;
+    int dims = s->mats[i] > 1 ? 2 : 1; /* as ggml writes a [cols][1]: one dimension */
+    if (mkc_gguf_add_tensor(w, name, MKC_GGML_F32, dims, ne_sums, v)) goto done;
     snprintf(name, sizeof name, "%s.counts", s->names[i]);
-    if (mkc_gguf_add_tensor(w, name, MKC_GGML_F32, 2, ne_count, v + s->cols[i])) goto done;
-    v += s->cols[i] + 1;
+    if (mkc_gguf_add_tensor(w, name, MKC_GGML_F32, dims, ne_count, v + vals)) goto done;
+    v += vals + (size_t)s->mats[i];
   }
   rc = mkc_gguf_write(w, path);
 done:
@@ -56,14 +58,20 @@ static int write_dat(const char *path, const mkc_imatrix_sums *s, const char *da
   mkc_buf b = {0};
   put_i32(&b, (int32_t)s->n);
   for (size_t i = 0; i < s->n; i++) {
-    /* llama-imatrix's: the mean square times the calls, a call a chunk started */
-    int32_t calls = (int32_t)((s->counts[i] + chunk_size - 1) / chunk_size);
+    /* llama-imatrix's: each slice's mean square times the calls, a call a chunk started by the
+     * slice that met the most inputs; a slice that met none (an expert never chosen) holds the
+     * calls, as if each square were 1 */
+    long most = 0;
+    for (int m = 0; m < s->mats[i]; m++)
+      if (s->counts[i][m] > most) most = s->counts[i][m];
+    int32_t calls = (int32_t)((most + chunk_size - 1) / chunk_size);
     put_i32(&b, (int32_t)strlen(s->names[i]));
     mkc_buf_put_n(&b, s->names[i], strlen(s->names[i]));
     put_i32(&b, calls);
-    put_i32(&b, s->cols[i]);
-    for (int c = 0; c < s->cols[i]; c++) {
-      float v = s->counts[i] ? (float)(s->sums[i][c] / (double)s->counts[i] * calls) : 0;
+    put_i32(&b, s->cols[i] * s->mats[i]);
+    for (int c = 0; c < s->cols[i] * s->mats[i]; c++) {
+      long count = s->counts[i][c / s->cols[i]];
+      float v = count ? (float)(s->sums[i][c] / (double)count * calls) : (float)calls;
       char le[4];
       memcpy(le, &v, 4); /* little-endian, as this host's */
       mkc_buf_put_n(&b, le, 4);

@@ -107,4 +107,11 @@ if [ "$(left)" -gt 40 ]; then
 fi
 make_model l1b-q4k $models >>"$out/models.log" 2>&1 || say "make_model failed: $(tail -n 2 "$out/models.log")"
 for run in "${BENCH_RUNS[@]:8}"; do [ "$(left)" -gt 30 ] && bench "$run"; done
+if [ "$(left)" -gt 30 ]; then
+  make_model smollm2-q41-vocab $models >>"$out/models.log" 2>&1
+  imatrix_text "$out/im.txt"
+  say "-- mkc imatrix: SmolLM2-135M shapes, Q4_1: ${IMATRIX_ARGS[*]}"
+  timeout "$(limit 60)" build/mkc imatrix -m $models/smollm2-q41-vocab.gguf -f "$out/im.txt" \
+    "${IMATRIX_ARGS[@]}" -o "$out/im.gguf" 2>&1 | grep -E 'error|chunks of|16 of 16|written' | tee -a "$log"
+fi
 say "== done $(date -u +%FT%TZ), $(($(date +%s) - t_start)) s"

@@ -109,6 +109,11 @@ for entry in "${SLOT_RUNS[@]}"; do # the slot kernels bench.sh runs (B = 1: l1b'
   until_cached "preset" "${slot_envs[@]}" build/mkc "${slot_run[@]}" "${slot_extra[@]}" --backend cuda
   echo "fake $name: $(ls "$fake/cuda" | wc -l) kernels so far"
 done
+make_model smollm2-q41-vocab $models >>build/gpu-prime/log/models.log 2>&1 || { echo "make_model failed"; exit 1; }
+imatrix_text build/gpu-prime/im.txt
+until_cached "preset" build/mkc imatrix -m $models/smollm2-q41-vocab.gguf -f build/gpu-prime/im.txt \
+  "${IMATRIX_ARGS[@]}" -o build/gpu-prime/im.gguf
+echo "fake imatrix: $(ls "$fake/cuda" | wc -l) kernels so far"
 echo "fake runs: $(ls "$fake/cuda" | wc -l) kernels"
 
 # The real compiles, JOBS at a time (2: this machine's cores; NVRTC took

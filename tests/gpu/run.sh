@@ -59,6 +59,27 @@ done
 done
 
 # compute-sanitizer: zero errors.
+# mkc imatrix's kernel on the device: llama-imatrix's matrix of the same model and text
+# (tests/test_imatrix_cli.sh, which checks the cpu backend's against it)
+# (and of moe-tiny's experts)
+if [[ $parts == *suite* ]]; then
+  cat graphs/llama.lua tests/graphs/im_tiny_preset.lua >"$tmp/im.lua"
+  "$mkc" init "$tmp/im.lua" --preset im-tiny --seed 2 --type f32 --vocab tests/data/standin_vocab.gguf \
+    -o "$tmp/im.gguf" >/dev/null 2>&1
+  "$mkc" init --preset moe-tiny --seed 2 --type f32 --vocab tests/data/standin_vocab.gguf \
+    -o "$tmp/moe.gguf" >/dev/null 2>&1
+  for m in im:imatrix_llamacpp moe:imatrix_moe_llamacpp; do
+    if "$mkc" imatrix -m "$tmp/${m%%:*}.gguf" -f tests/data/imatrix_text.txt -c 64 --chunks 4 --kv-dtype f32 \
+      --backend cuda -o "$tmp/im-cuda.gguf" >/dev/null 2>"$tmp/im.err"; then
+      got=$(python3 tests/imatrix_compare.py "$tmp/im-cuda.gguf" "tests/data/${m#*:}.gguf")
+      [[ $got == ok* ]] && ok "imatrix on cuda, ${m%%:*}: llama-imatrix's matrix: $got" \
+        || fail "imatrix on cuda, ${m%%:*}" "$got"
+    else
+      fail "imatrix on cuda, ${m%%:*}" "$(tail -n 3 "$tmp/im.err")"
+    fi
+  done
+fi
+
 cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 if [[ $parts != *sanitizer* ]]; then
   :

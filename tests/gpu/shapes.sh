@@ -201,8 +201,15 @@ make_model() { # NAME DIR: a model file BENCH_RUNS reads (seeded random weights)
     --tensor-type token_embd.weight=q8_0 -o "$2/$1.gguf" ;;
   l1b-q4k) build/mkc init --preset llama-3.2-1b --seed 1 --type q4_k -o "$2/$1.gguf" ;;
   l1b-iq3s) build/mkc init --preset llama-3.2-1b --seed 1 --type iq3_s -o "$2/$1.gguf" ;;
+  smollm2-q41-vocab) build/mkc init --preset smollm2-135m --seed 1 --type q4_1 \
+    --vocab tests/data/standin_vocab.gguf -o "$2/$1.gguf" ;;
   esac
 }
+
+# mkc imatrix as bench.sh times it (prime.sh compiles its kernel ahead): SmolLM2-135M's shapes in
+# Q4_1 with the stand-in vocabulary, over imatrix_text.txt 40 times (about 24k tokens)
+imatrix_text() { for _ in $(seq 40); do cat tests/data/imatrix_text.txt; done >"$1"; }
+IMATRIX_ARGS=(-c 512 --chunks 16 --backend cuda)
 
 run_model() { # DIR ARGS...: make the model file a run's arguments name (-m DIR/NAME.gguf), if any
   local dir=$1 a
