@@ -195,7 +195,8 @@ function M.generate(opts)
     :format(graph.preset, gen.t_max, gen.t_chunk, gen.max_ctx, gen.threads, gen.max_blocks, gen.kv_dtype,
             table.concat(stored, ","), gen.stage_timers and ";timers" or "",
             gen.keep_layers and (";keep=" .. table.concat(gen.keep_layers, ",")) or "")
-    .. (gen.imatrix and ";imatrix" or "") .. (slots > 0 and (";slots=%d"):format(slots) or "") .. (kv_pages > 0 and (";pages=%d"):format(kv_pages) or "")
+    .. (gen.imatrix and ";imatrix" or "")
+    .. (slots > 0 and (";slots=%d"):format(slots) or "") .. (kv_pages > 0 and (";pages=%d"):format(kv_pages) or "")
     .. (step_rows > t_max and (";rows=%d"):format(step_rows) or ""))
   sync.plan(stages, plan)
   plan.smem_bytes = emit.stages(graph, plan, gen)
