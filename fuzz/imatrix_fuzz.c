@@ -1,8 +1,10 @@
 /* libFuzzer target for `mkc quantize --imatrix` files (formats/imatrix.h), GGUF or llama-imatrix's
  * .dat, the input as a whole file: any bytes parse or are refused with a message, never read past
  * the input; a parsed matrix has entries, sorted, each name once and found by name, each with
- * values that are finite means of squares (>= 0).
- * Seeds in fuzz/corpus/imatrix: llama-imatrix's two files for blocks-tiny, and cut ones. */
+ * values that are finite means of squares (>= 0), and the file's own sums and counts (finite, >=
+ * 0, the counts a whole share of the sums), and its datasets named.
+ * Seeds in fuzz/corpus/imatrix: llama-imatrix's two files for blocks-tiny, its GGUF of moe-tiny's
+ * experts, and cut ones. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -27,10 +29,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       check(e->name && e->n >= 1 && mkc_imatrix_find(&im, e->name) == e);
       check(i == 0 || strcmp(im.entries[i - 1].name, e->name) < 0);
       for (size_t k = 0; k < e->n; k++) check(isfinite(e->values[k]) && e->values[k] >= 0);
+      check(e->mats >= 1 && e->n % e->mats == 0 && e->sums && e->counts);
+      for (size_t k = 0; k < e->n; k++) check(isfinite(e->sums[k]) && e->sums[k] >= 0);
+      for (size_t k = 0; k < e->mats; k++) check(isfinite(e->counts[k]) && e->counts[k] >= 0);
     }
+    check(im.chunk_size >= 0 && (im.n_datasets == 0) == (im.datasets == NULL));
+    for (size_t i = 0; i < im.n_datasets; i++) check(im.datasets[i] != NULL);
     mkc_imatrix_free(&im);
   } else
-    check(im.n == 0 && !im.entries && !im.dataset);
+    check(im.n == 0 && !im.entries && !im.dataset && !im.datasets);
   free(copy);
   return 0;
 }

@@ -138,7 +138,41 @@ fi
   && grep -q "^mkc: quantize: $tmp/im.dat: 14 importance matrix entries (14 kept) from $text, 4 chunks$" "$tmp/err" \
   && ok "mkc quantize reads it" || fail "quantize --imatrix" "$(head -n 3 "$tmp/err")"
 
-expect_error "no text" "mkc: error: imatrix: -f FILE (the text) is required" -- imatrix -m "$tmp/m.gguf"
+# --in-file: llama-imatrix's own combination of its GGUF and .dat of blocks-tiny
+# (tests/data/imatrix_combined_llamacpp.*), byte for byte, with no model read
+for f in gguf dat; do
+  "$mkc" imatrix --in-file tests/data/imatrix_blocks_tiny.gguf --in-file tests/data/imatrix_blocks_tiny.dat -c 64 \
+    --output-format $f -o "$tmp/comb.$f" >/dev/null 2>"$tmp/err"
+  cmp -s "$tmp/comb.$f" tests/data/imatrix_combined_llamacpp.$f \
+    && grep -q "^mkc: imatrix: 14 matrices of 2 files written to $tmp/comb.$f$" "$tmp/err" \
+    && ok "--in-file twice, no -f ($f): llama-imatrix's combination, byte for byte" \
+    || fail "--in-file ($f)" "$(cat "$tmp/err")"
+done
+# A run in two halves: --chunks 2, then --chunk 2 (the next two) with the first's matrix in: the
+# four chunks' run (the same counts and chunk count, the sums within float rounding); a copy every
+# 2 chunks (--save-frequency) is the run that stopped there, byte for byte
+"$mkc" imatrix "${args[@]}" --backend cpu --chunks 2 -o "$tmp/half.gguf" >/dev/null 2>&1
+"$mkc" imatrix "${args[@]}" --backend cpu --chunk 2 --chunks 2 --in-file "$tmp/half.gguf" -o "$tmp/whole.gguf" \
+  >/dev/null 2>"$tmp/err"
+got=$(python3 tests/imatrix_compare.py "$tmp/whole.gguf" "$tmp/im.gguf" --tol 1e-6)
+[[ $got == ok* ]] && grep -q '^mkc: imatrix: the first 2 chunks skipped$' "$tmp/err" \
+  && ok "--chunk 2 --in-file (the first two chunks' matrix): the whole run's: $got" \
+  || fail "--chunk and --in-file" "$got" "$(head -n 4 "$tmp/err")"
+"$mkc" imatrix "${args[@]}" --backend cpu --save-frequency 2 --output-frequency 1 -o "$tmp/often.gguf" \
+  >/dev/null 2>"$tmp/err"
+cmp -s "$tmp/often.gguf.at_2" "$tmp/half.gguf" && cmp -s "$tmp/often.gguf.at_4" "$tmp/often.gguf" \
+  && grep -q "^mkc: imatrix: 3 chunks in, written to $tmp/often.gguf$" "$tmp/err" \
+  && ! grep -q "4 chunks in, written" "$tmp/err" \
+  && ok "--save-frequency 2: .at_2 is the two chunks' matrix, .at_4 the whole; --output-frequency 1 writes -o each chunk" \
+  || fail "--save-frequency" "$(cat "$tmp/err")" "$(ls "$tmp" | grep often)"
+expect_error "another model's matrix in" \
+  "mkc: error: imatrix: blk.0.attn_k.weight: 64 sums here, 256 in the file: another model's" \
+  -- imatrix "${args[@]}" --backend cpu --in-file tests/data/imatrix_blocks_tiny.gguf -o "$tmp/x.gguf"
+expect_error "--chunk past the text" \
+  "mkc: error: imatrix: the text is 836 tokens; after --chunk 12 (768 tokens) a context of 64 needs 128 more at least (two chunks)" \
+  -- imatrix "${args[@]}" --chunk 12
+expect_error "no text" "mkc: error: imatrix: -f FILE (the text) is required, or --in-file matrices to combine" \
+  -- imatrix -m "$tmp/m.gguf"
 printf 'Too short for two chunks.' >"$tmp/short.txt" # 37 tokens: BOS, a leading space, the bytes (a space 3: ▁)
 expect_error "a text too short" \
   "mkc: error: imatrix: the text is 37 tokens; a context of 64 needs 128 at least (two chunks; a smaller -c)" \

@@ -8,8 +8,8 @@
 # same vocabulary alone): llama-imatrix on a llama of 64 columns whose RoPE llama.cpp reads as mkc
 # does (interleaved; blocks-tiny's is NeoX), over imatrix_text.txt, which test_imatrix_cli.sh
 # checks `mkc imatrix` against, and tests/data/imatrix_phi3_llamacpp.gguf of that model with NeoX
-# RoPE written as a phi3 file (fused attn_qkv and ffn_up), and tests/data/imatrix_moe_llamacpp.gguf
-# of moe-tiny (experts). Its matrices are F32 (with BF16 ones llama.cpp's CPU rounds the
+# RoPE written as a phi3 file (fused attn_qkv and ffn_up), tests/data/imatrix_moe_llamacpp.gguf
+# of moe-tiny (experts), and tests/data/imatrix_combined_llamacpp.gguf and .dat (--in-file). Its matrices are F32 (with BF16 ones llama.cpp's CPU rounds the
 # activations to BF16), its cache F32 and its flash attention off (on, the CPU's softmax leaves
 # 1e-3 of difference in the sums; off, 1.3e-6). llama.cpp is the one llama-cpp-python 0.3.36 vendors, built here on
 # the CPU by tools/gemma_llamacpp_fixture.sh (WORK: that folder, to reuse the build):
@@ -46,6 +46,13 @@ build/mkc init "$work/imn.lua" --preset im-neox --seed 2 --type f32 --arch phi3 
 python3 tools/gguf_add_vocab.py "$work/phi3.gguf" "$work/phi3-vocab.gguf"
 "$l/build/bin/llama-imatrix" -m "$work/phi3-vocab.gguf" -f tests/data/imatrix_text.txt -c 64 \
   --chunks 2 -t 2 -ctk f32 -ctv f32 -fa off -o tests/data/imatrix_phi3_llamacpp.gguf >&2
+# --in-file: the GGUF and the .dat of blocks-tiny combined, in both formats (no model is read, but
+# llama-imatrix asks for one)
+for format in gguf dat; do
+  "$l/build/bin/llama-imatrix" -m "$work/bt-vocab.gguf" --in-file tests/data/imatrix_blocks_tiny.gguf \
+    --in-file tests/data/imatrix_blocks_tiny.dat -c 64 --output-format $format \
+    -o tests/data/imatrix_combined_llamacpp.$format >&2
+done
 # experts: moe-tiny (qwen3moe: 8 experts, 3 an input), each expert a slice of the _exps entries
 build/mkc init --preset moe-tiny --seed 2 --type f32 --vocab tests/data/standin_vocab.gguf \
   -o "$work/moe.gguf" >&2

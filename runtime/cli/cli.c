@@ -259,6 +259,9 @@ static const struct {
     {"--repetitions", 1, 100, offsetof(mkc_cli, repetitions)},
     {"--timeout", 1, 86400, offsetof(mkc_cli, http_timeout)},
     {"--chunks", -1, INT_MAX / 2, offsetof(mkc_cli, n_chunks)},
+    {"--chunk", 0, INT_MAX / 2, offsetof(mkc_cli, i_chunk)},
+    {"--output-frequency", 1, INT_MAX / 2, offsetof(mkc_cli, out_freq)},
+    {"--save-frequency", 0, INT_MAX / 2, offsetof(mkc_cli, save_freq)},
     {"--ppl-stride", 0, 1 << 20, offsetof(mkc_cli, ppl_stride)},
     {"--ppl-output-type", 0, 1, offsetof(mkc_cli, ppl_output_type)},
     {"--hellaswag-tasks", 1, INT_MAX / 2, offsetof(mkc_cli, hellaswag_tasks)},
@@ -748,6 +751,14 @@ int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int wan
     if (kv >= 0 && allows(allowed, "--kv-dtype")) {
       if (i + 1 >= argc) return mkc_cli_usage_error("%s needs a value", a);
       c->cache_type[kv] = argv[++i];
+      continue;
+    }
+    /* llama-imatrix's matrices to add in, each time given */
+    if (!strcmp(a, "--in-file") && takes(allowed, a)) {
+      if (i + 1 >= argc) return mkc_cli_usage_error("%s needs a value", a);
+      if (c->n_in_files == MKC_IN_FILES_MAX)
+        return mkc_cli_usage_error("--in-file: at most %s files", "64");
+      c->in_files[c->n_in_files++] = argv[++i];
       continue;
     }
     /* llama.cpp's LoRA adapters, wherever a model runs */

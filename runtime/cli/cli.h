@@ -12,6 +12,8 @@
 
 #define MKC_KV_OVERRIDES 32 /* --override-kv flags at most */
 
+#define MKC_IN_FILES_MAX 64 /* imatrix --in-file */
+
 typedef struct mkc_cli {
   const char *graph, *preset, *out, *prompt_ids, *backend, *kernel_dir, *archs;
   const char *model_path, *prompt; /* -m FILE|DIR, -p TEXT */
@@ -63,6 +65,13 @@ typedef struct mkc_cli {
   const char *lora[MKC_LORA_MAX];
   float lora_scale[MKC_LORA_MAX];
   int n_lora;
+  /* imatrix --in-file F, each time given (llama-imatrix's): matrices added in, combined alone
+   * without -f */
+  const char *in_files[MKC_IN_FILES_MAX];
+  int n_in_files;
+  int i_chunk;   /* imatrix --chunk N: the text's first N chunks skipped */
+  int out_freq;  /* imatrix --output-frequency N: -o written every N chunks (0: 10) */
+  int save_freq; /* imatrix --save-frequency N: a copy, -o.at_CHUNKS, every N chunks (0: none) */
   /* --override-kv KEY=TYPE:VALUE,... (llama.cpp's), each time given: -m's GGUF metadata */
   const char *kv_overrides[MKC_KV_OVERRIDES];
   int n_kv_overrides;

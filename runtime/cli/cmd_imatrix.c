@@ -24,6 +24,7 @@
 
 static const char USAGE[] =
     "usage: mkc imatrix -m MODEL -f FILE [-o imatrix.gguf] [-c N] [--chunks N]\n"
+    "       mkc imatrix --in-file F [--in-file F...] [-o imatrix.gguf] [-c N]\n"
     "\n"
     "The importance matrix of MODEL over FILE's text, as llama.cpp's llama-imatrix\n"
     "computes it: the text's tokens in chunks of N, each read from an empty cache\n"
@@ -51,12 +52,20 @@ static const char USAGE[] =
     "  -t, --threads N        the cpu backend's threads; ref: chunks read at once\n"
     "                         (default: every core)\n"
     "  --kv-dtype T           bf16 (default), f16 or f32: the cache's values\n"
-    "  --lora FILE, --lora-scaled FILE:SCALE: as for run\n";
+    "  --lora FILE, --lora-scaled FILE:SCALE: as for run\n"
+    "  --in-file F            a matrix (GGUF or .dat) added in, each time given; with\n"
+    "                         no -f the files are combined into -o, and no model read\n"
+    "  --chunk N              the text's first N chunks skipped\n"
+    "  --output-frequency N   -o written every N chunks too (default 10; the kernel's)\n"
+    "  --save-frequency N     a copy, -o.at_CHUNKS, every N chunks (the kernel's)\n"
+    "The chunk count recorded is the most inputs a matrix met over -c (default 512),\n"
+    "as llama-imatrix counts it, the --in-file matrices' included.\n";
 
 /* One thread's chunks: first, first + step, ... below n_chunks. */
 typedef struct worker {
   const mkc_graph *g;
   const mkc_weights *w;
+  const struct mkc_model_desc *desc;
   const int *toks;
   int n_ctx, bos, first, step, n_chunks, output;
   mkc_imatrix_acc acc;
@@ -69,10 +78,7 @@ typedef struct worker {
 static void *run_worker(void *arg) {
   worker *k = arg;
   mkc_ref *r = mkc_ref_open(k->g, k->w);
-  if (!r || mkc_imatrix_acc_open(&k->acc, k->g, k->output) != 0) {
-    if (r) fprintf(stderr, "mkc: error: imatrix: out of memory\n");
-    k->rc = -1;
-  }
+  if (!r || mkc_imatrix_acc_open(&k->acc, k->g, k->output, k->desc) != 0) k->rc = -1;
   for (int i = k->first; !k->rc && i < k->n_chunks; i += k->step) {
     mkc_ref_seek(r, 0); /* an empty cache */
     const int *chunk = k->toks + (size_t)i * k->n_ctx;
@@ -98,14 +104,58 @@ static void *run_worker(void *arg) {
 static int check_flags(const mkc_cli *c) {
   int rc = mkc_cli_check_model(c, "imatrix");
   if (rc) return rc;
-  if (!c->model_path) return mkc_cli_usage_error("%s", "imatrix: -m MODEL is required");
-  if (!c->prompt_file) return mkc_cli_usage_error("%s", "imatrix: -f FILE (the text) is required");
+  if (!c->prompt_file && !c->n_in_files)
+    return mkc_cli_usage_error("%s", "imatrix: -f FILE (the text) is required, or --in-file "
+                                     "matrices to combine");
+  if (c->prompt_file && !c->model_path)
+    return mkc_cli_usage_error("%s", "imatrix: -m MODEL is required");
   if (c->n_chunks == 0 || c->n_chunks < -1)
     return mkc_cli_usage_error("%s", "imatrix: --chunks N needs N >= 1 (-1: all)");
   if (c->output_format && strcmp(c->output_format, "gguf") != 0 &&
       strcmp(c->output_format, "dat") != 0)
     return mkc_cli_usage_error("imatrix: --output-format: expected gguf or dat, got '%s'",
                                c->output_format);
+  return 0;
+}
+
+/* Where the matrix goes and what it records (llama-imatrix's): the --in-file matrices' datasets,
+ * then the text's; the chunks, the most inputs a matrix met over the chunk size. */
+typedef struct output {
+  const char *path;
+  int legacy, chunk_size, out_freq, save_freq;
+  const char **datasets;
+  size_t n_datasets;
+  const char *text; /* -f, or NULL */
+} output;
+
+/* Writes acc to path (NULL: o->path). 0, or -1 after a message. */
+static int write_matrix(const output *o, const mkc_imatrix_acc *acc, const char *path) {
+  long chunks = mkc_imatrix_acc_most(acc) / o->chunk_size;
+  mkc_imatrix_meta meta = {.datasets = o->datasets,
+                           .n_datasets = o->n_datasets,
+                           /* a .dat names one: the text, else the first --in-file's */
+                           .dat_dataset = o->text         ? o->text
+                                          : o->n_datasets ? o->datasets[0]
+                                                          : NULL,
+                           .chunks = chunks > INT32_MAX ? INT32_MAX : (int)chunks,
+                           .chunk_size = o->chunk_size};
+  return mkc_imatrix_write(path ? path : o->path, &acc->s, o->legacy, &meta);
+}
+
+/* After the chunk that made `chunks` (the --in-file ones too): -o every --output-frequency (but
+ * after the last, which writes it anyway), a copy every --save-frequency. 0, or -1 after a
+ * message. */
+static int write_often(const output *o, const mkc_imatrix_acc *acc, long chunks, int last) {
+  if (!last && chunks % o->out_freq == 0) {
+    if (write_matrix(o, acc, NULL) != 0) return -1;
+    fprintf(stderr, "mkc: imatrix: %ld chunks in, written to %s\n", chunks, o->path);
+  }
+  if (o->save_freq && chunks % o->save_freq == 0) {
+    char at[4200];
+    snprintf(at, sizeof at, "%s.at_%ld", o->path, chunks);
+    if (write_matrix(o, acc, at) != 0) return -1;
+    fprintf(stderr, "mkc: imatrix: %ld chunks in, a copy in %s\n", chunks, at);
+  }
   return 0;
 }
 
@@ -129,6 +179,7 @@ static int run_ref(const mkc_cli *c, mkc_loaded_model *m, const int *toks, int n
   for (int t = 0; t < threads; t++) {
     k[t] = (worker){.g = &m->g,
                     .w = &m->w,
+                    .desc = &m->file.desc,
                     .toks = toks,
                     .n_ctx = n_ctx,
                     .bos = bos,
@@ -158,10 +209,10 @@ done:
 }
 
 /* The chunks on the imatrix kernel, one after another: each fed in prompt steps from an empty
- * cache, then the sums its steps added taken (mkc_session_imatrix) into acc. 0, or -1 after a
- * message. */
+ * cache, then the sums its steps added taken (mkc_session_imatrix) into acc, and -o written as
+ * often as asked (write_often). 0, or -1 after a message. */
 static int run_kernel(mkc_loaded_model *m, int *toks, int n_ctx, int chunks, int bos,
-                      mkc_imatrix_acc *acc) {
+                      mkc_imatrix_acc *acc, const output *o) {
   float *sums = malloc((m->g.imatrix_floats ? m->g.imatrix_floats : 1) * sizeof *sums);
   if (!sums) {
     fprintf(stderr, "mkc: error: imatrix: out of memory\n");
@@ -193,6 +244,8 @@ static int run_kernel(mkc_loaded_model *m, int *toks, int n_ctx, int chunks, int
     double s = mkc_seconds() - t0;
     fprintf(stderr, "mkc: imatrix: %d of %d chunks, %.1f s (about %.1f minutes left)\n", i + 1,
             chunks, s, s / (i + 1) * (chunks - i - 1) / 60);
+    if (write_often(o, acc, mkc_imatrix_acc_most(acc) / o->chunk_size, i + 1 == chunks) != 0)
+      goto done;
   }
   rc = 0;
 done:
@@ -200,23 +253,65 @@ done:
   return rc;
 }
 
+/* The --in-file matrices into acc, their datasets into o. 0, or -1 after a message. */
+static int load_in_files(const mkc_cli *c, mkc_imatrix_acc *acc, output *o) {
+  for (int i = 0; i < c->n_in_files; i++) {
+    mkc_imatrix im;
+    if (mkc_imatrix_load(c->in_files[i], &im) != 0) return -1;
+    int rc = mkc_imatrix_acc_load(acc, &im, o->chunk_size);
+    const char **sets = realloc(o->datasets, (o->n_datasets + im.n_datasets + 1) * sizeof *sets);
+    if (sets) o->datasets = sets;
+    size_t added = 0;
+    for (; sets && added < im.n_datasets; added++)
+      if (!(o->datasets[o->n_datasets] = strdup(im.datasets[added])))
+        break;
+      else
+        o->n_datasets++;
+    if (!rc && added < im.n_datasets) {
+      fprintf(stderr, "mkc: error: imatrix: out of memory\n");
+      rc = -1;
+    }
+    if (!rc) fprintf(stderr, "mkc: imatrix: %s: %zu matrices added in\n", c->in_files[i], im.n);
+    mkc_imatrix_free(&im);
+    if (rc) return -1;
+  }
+  return 0;
+}
+
 int mkc_cmd_imatrix(int argc, char **argv) {
   mkc_cli c = {.usage = USAGE, .n_chunks = -1};
   int rc = mkc_cli_parse(argc, argv, 2,
                          "-m -f -o --ctx --chunks --kv-dtype --blocks --lora --lora-scaled "
-                         "--output-format --process-output --backend --ubatch",
+                         "--output-format --process-output --backend --ubatch --in-file --chunk "
+                         "--output-frequency --save-frequency",
                          0, &c);
   if (rc == MKC_CLI_HELP) return 0;
   if (rc || (rc = check_flags(&c))) return rc;
   if (c.max_ctx == 0) c.max_ctx = 512; /* llama-imatrix's default chunk */
   int ref = c.backend && strcmp(c.backend, "ref") == 0;
   c.imatrix_kernel = !ref;
-  const char *out = c.out ? c.out : "imatrix.gguf";
-  int legacy = c.output_format && strcmp(c.output_format, "dat") == 0;
+  output o = {.path = c.out ? c.out : "imatrix.gguf",
+              .legacy = c.output_format && strcmp(c.output_format, "dat") == 0,
+              .chunk_size = c.max_ctx,
+              .out_freq = c.out_freq ? c.out_freq : 10,
+              .save_freq = c.save_freq,
+              .text = c.prompt_file};
   mkc_loaded_model m;
+  memset(&m, 0, sizeof m);
   mkc_imatrix_acc acc = {0};
   int n = 0, *toks = NULL;
   rc = 1;
+  double t0 = mkc_seconds();
+  if (!c.prompt_file) { /* the --in-file matrices combined, no model read */
+    if (c.model_path) fprintf(stderr, "mkc: imatrix: no -f: %s is not read\n", c.model_path);
+    if (mkc_imatrix_acc_open(&acc, NULL, 0, NULL) != 0 || load_in_files(&c, &acc, &o) != 0 ||
+        write_matrix(&o, &acc, NULL) != 0)
+      goto done;
+    fprintf(stderr, "mkc: imatrix: %zu matrices of %d files written to %s\n", acc.s.n, c.n_in_files,
+            o.path);
+    rc = 0;
+    goto done;
+  }
   if (mkc_loaded_plan(&c, &m) != 0) goto done;
   const mkc_tokenizer *tok = m.file.tok;
   if (!tok) {
@@ -229,17 +324,32 @@ int mkc_cmd_imatrix(int argc, char **argv) {
            : -1;
   free(text);
   if (n < 0) goto done;
-  int n_ctx = m.g.max_ctx;
-  if (n < 2 * n_ctx) {
-    fprintf(stderr,
-            "mkc: error: imatrix: the text is %d tokens; a context of %d needs %d at least (two "
-            "chunks; a smaller -c)\n",
-            n, n_ctx, 2 * n_ctx);
+  int n_ctx = m.g.max_ctx, skip = c.i_chunk;
+  if (n - (long)skip * n_ctx < 2L * n_ctx) {
+    if (skip)
+      fprintf(stderr,
+              "mkc: error: imatrix: the text is %d tokens; after --chunk %d (%ld tokens) a "
+              "context of %d needs %d more at least (two chunks)\n",
+              n, skip, (long)skip * n_ctx, n_ctx, 2 * n_ctx);
+    else
+      fprintf(stderr,
+              "mkc: error: imatrix: the text is %d tokens; a context of %d needs %d at least "
+              "(two chunks; a smaller -c)\n",
+              n, n_ctx, 2 * n_ctx);
     goto done;
   }
-  int chunks = n / n_ctx;
+  int chunks = (int)((n - (long)skip * n_ctx) / n_ctx);
   if (c.n_chunks > 0 && c.n_chunks < chunks) chunks = c.n_chunks;
-  if (mkc_imatrix_acc_open(&acc, &m.g, c.process_output) != 0) {
+  if (mkc_imatrix_acc_open(&acc, &m.g, c.process_output, &m.file.desc) != 0 ||
+      load_in_files(&c, &acc, &o) != 0)
+    goto done;
+  const char **sets = realloc(o.datasets, (o.n_datasets + 1) * sizeof *sets);
+  if (!sets) {
+    fprintf(stderr, "mkc: error: imatrix: out of memory\n");
+    goto done;
+  }
+  o.datasets = sets;
+  if (!(o.datasets[o.n_datasets++] = strdup(c.prompt_file))) {
     fprintf(stderr, "mkc: error: imatrix: out of memory\n");
     goto done;
   }
@@ -248,21 +358,23 @@ int mkc_cmd_imatrix(int argc, char **argv) {
                 mkc_loaded_start(&c, &m) != 0)
     goto done;
   int bos = mkc_tokenizer_add_bos(tok) ? mkc_tokenizer_bos(tok) : -1;
+  if (skip) fprintf(stderr, "mkc: imatrix: the first %d chunks skipped\n", skip);
   fprintf(stderr, "mkc: imatrix: %d tokens\n", n);
-  double t0 = mkc_seconds();
-  if ((ref ? run_ref(&c, &m, toks, n_ctx, chunks, bos, &acc)
-           : run_kernel(&m, toks, n_ctx, chunks, bos, &acc)) != 0 ||
-      mkc_imatrix_acc_fuse(&acc, &m.file.desc) != 0)
+  int *first = toks + (size_t)skip * n_ctx;
+  if ((ref ? run_ref(&c, &m, first, n_ctx, chunks, bos, &acc)
+           : run_kernel(&m, first, n_ctx, chunks, bos, &acc, &o)) != 0)
     goto done;
   if (!acc.s.n)
     fprintf(stderr, "mkc: error: imatrix: %s has no layer matrices to collect\n", c.model_path);
-  else if (mkc_imatrix_write(out, &acc.s, legacy, c.prompt_file, chunks, n_ctx) == 0) {
+  else if (write_matrix(&o, &acc, NULL) == 0) {
     fprintf(stderr, "mkc: imatrix: %zu matrices over %d tokens written to %s in %.1f s\n", acc.s.n,
-            chunks * n_ctx, out, mkc_seconds() - t0);
+            chunks * n_ctx, o.path, mkc_seconds() - t0);
     rc = 0;
   }
 done:
   mkc_imatrix_acc_free(&acc);
+  for (size_t i = 0; i < o.n_datasets; i++) free((char *)o.datasets[i]);
+  free(o.datasets);
   free(toks);
   mkc_loaded_close(&m);
   return rc;

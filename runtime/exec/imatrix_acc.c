@@ -7,52 +7,148 @@
 
 #include "formats/fused.h"
 
-/* The entry for weight node w's matrix, with `mats` slices: an existing one of its name (a weight
- * two matmuls read is one entry), else a new one. Its index, or -1 (out of memory). */
-static int entry_for(mkc_imatrix_acc *a, int w, int mats) {
-  const mkc_weight_info *info = &a->g->weights[a->g->nodes[w].weight];
-  int cols = info->cols; /* an _exps tensor's rows are its experts' one after another */
-  size_t e = 0;
-  while (e < a->s.n && strcmp(a->s.names[e], info->name) != 0) e++;
-  if (e == a->s.n) {
-    a->s.names[e] = info->name, a->s.cols[e] = cols, a->s.mats[e] = mats, a->s.n++;
-    if (!(a->s.sums[e] = calloc((size_t)cols * (size_t)mats, sizeof *a->s.sums[e])) ||
-        !(a->s.counts[e] = calloc((size_t)mats, sizeof *a->s.counts[e])))
-      return -1;
-  }
-  return (int)e;
+static int oom(void) {
+  fprintf(stderr, "mkc: error: imatrix: out of memory\n");
+  return -1;
 }
 
-int mkc_imatrix_acc_open(mkc_imatrix_acc *a, const mkc_graph *g, int output) {
+/* A copy of name that the accumulator frees, or NULL. */
+static const char *own(mkc_imatrix_acc *a, const char *name) {
+  char **owned = realloc(a->owned, (a->n_owned + 1) * sizeof *owned);
+  char *copy = strdup(name);
+  if (owned) a->owned = owned;
+  if (!owned || !copy) {
+    free(copy);
+    return NULL;
+  }
+  return a->owned[a->n_owned++] = copy;
+}
+
+static long entry_named(const mkc_imatrix_acc *a, const char *name) {
+  for (size_t e = 0; e < a->s.n; e++)
+    if (strcmp(a->s.names[e], name) == 0) return (long)e;
+  return -1;
+}
+
+/* The entry called name, of cols columns in `mats` slices: the existing one (a weight two matmuls
+ * read is one entry), else a new one (name borrowed: the caller keeps it alive). Its index, or -1
+ * after a message (out of memory, or an entry of that name in another shape). */
+static long entry_for(mkc_imatrix_acc *a, const char *name, int cols, int mats) {
+  long e = entry_named(a, name);
+  if (e >= 0) {
+    if (a->s.cols[e] != cols || a->s.mats[e] != mats) {
+      fprintf(stderr,
+              "mkc: error: imatrix: %s is %d columns in %d slices here and %d in %d there: "
+              "another model's matrix\n",
+              name, a->s.cols[e], a->s.mats[e], cols, mats);
+      return -1;
+    }
+    return e;
+  }
+  if (a->s.n == a->cap) {
+    size_t cap = a->cap ? 2 * a->cap : 64;
+    const char **names = realloc(a->s.names, cap * sizeof *names);
+    if (names) a->s.names = (char **)names;
+    int *c = realloc(a->s.cols, cap * sizeof *c);
+    if (c) a->s.cols = c;
+    int *m = realloc(a->s.mats, cap * sizeof *m);
+    if (m) a->s.mats = m;
+    double **sums = realloc(a->s.sums, cap * sizeof *sums);
+    if (sums) a->s.sums = sums;
+    long **counts = realloc(a->s.counts, cap * sizeof *counts);
+    if (counts) a->s.counts = counts;
+    if (!names || !c || !m || !sums || !counts) return oom();
+    a->cap = cap;
+  }
+  e = (long)a->s.n;
+  a->s.names[e] = (char *)name, a->s.cols[e] = cols, a->s.mats[e] = mats;
+  a->s.sums[e] = calloc((size_t)cols * (size_t)mats, sizeof *a->s.sums[e]);
+  a->s.counts[e] = calloc((size_t)mats, sizeof *a->s.counts[e]);
+  a->s.n++;
+  return a->s.sums[e] && a->s.counts[e] ? e : oom();
+}
+
+/* The model file's fused matrices (formats/fused.h): part name -> the fused name, and whether it
+ * is the first part. */
+typedef struct fused_part {
+  const char *part, *fused;
+  int first;
+} fused_part;
+
+typedef struct fused_map {
+  mkc_imatrix_acc *a;
+  fused_part *parts;
+  size_t n;
+  int failed;
+} fused_map;
+
+static int note_fused(void *ctx, const char *name, int n, const char *const *names,
+                      const int64_t *rows) {
+  (void)rows;
+  fused_map *m = ctx;
+  fused_part *p = realloc(m->parts, (m->n + (size_t)n) * sizeof *p);
+  const char *fused = own(m->a, name);
+  if (p) m->parts = p;
+  if (!p || !fused) return m->failed = oom();
+  for (int k = 0; k < n; k++) {
+    const char *part = own(m->a, names[k]);
+    if (!part) return m->failed = oom();
+    m->parts[m->n++] = (fused_part){part, fused, k == 0};
+  }
+  return 0;
+}
+
+/* The entry a matmul of weight node w feeds: its matrix's, under the file's fused name where the
+ * file fuses it with others (only the first part feeds it: the parts see the same inputs, and
+ * llama-imatrix collects the fused matrix once); -2 for a later part; -1 after a message. */
+static long matmul_entry(mkc_imatrix_acc *a, const fused_map *fm, int w, int mats) {
+  const mkc_weight_info *info = &a->g->weights[a->g->nodes[w].weight];
+  for (size_t i = 0; i < fm->n; i++)
+    if (strcmp(fm->parts[i].part, info->name) == 0)
+      return fm->parts[i].first ? entry_for(a, fm->parts[i].fused, info->cols, mats) : -2;
+  /* an _exps tensor's rows are its experts' one after another */
+  return entry_for(a, info->name, info->cols, mats);
+}
+
+int mkc_imatrix_acc_open(mkc_imatrix_acc *a, const mkc_graph *g, int output,
+                         const struct mkc_model_desc *d) {
   memset(a, 0, sizeof *a);
-  size_t n = (size_t)g->n_nodes, room = 4 * n + 1; /* a MOE node's 4 entries at most */
   a->g = g;
-  if (!(a->entry_of = malloc((n ? n : 1) * sizeof *a->entry_of)) ||
-      !(a->s.names = calloc(room, sizeof *a->s.names)) ||
-      !(a->s.cols = calloc(room, sizeof *a->s.cols)) ||
-      !(a->s.mats = calloc(room, sizeof *a->s.mats)) ||
-      !(a->s.sums = calloc(room, sizeof *a->s.sums)) ||
-      !(a->s.counts = calloc(room, sizeof *a->s.counts)))
-    return -1;
+  if (!g) return 0;
+  fused_map fm = {.a = a};
+  int rc = -1;
+  if (!(a->entry_of = malloc((g->n_nodes ? (size_t)g->n_nodes : 1) * sizeof *a->entry_of)) ||
+      (d && (mkc_unfuse(d, 0, note_fused, &fm) != 0 || fm.failed))) {
+    if (!a->entry_of) oom();
+    goto done;
+  }
   for (int id = 0; id < g->n_nodes; id++) {
     const mkc_node *nd = &g->nodes[id];
     a->entry_of[id] = -1;
     if (nd->op == MKC_OP_MOE) {
       /* the router, then gate, up and down, each expert a slice: four entries in a row */
-      int first = entry_for(a, nd->in[1], 1);
+      long first = matmul_entry(a, &fm, nd->in[1], 1);
       for (int k = 2; k <= 4 && first >= 0; k++)
-        if (entry_for(a, nd->in[k], nd->experts) != first + k - 1) first = -1;
-      if (first < 0) return -1;
-      a->entry_of[id] = first;
+        if (matmul_entry(a, &fm, nd->in[k], nd->experts) != first + k - 1) first = -1;
+      if (first < 0) {
+        fprintf(stderr, "mkc: error: imatrix: the experts of line %d share a matrix\n", nd->line);
+        goto done;
+      }
+      a->entry_of[id] = (int)first;
       continue;
     }
     if (nd->op != MKC_OP_MATMUL) continue;
     const mkc_weight_info *w = &g->weights[g->nodes[nd->in[1]].weight];
     if (strncmp(w->name, "blk.", 4) != 0 && !(output && strcmp(w->name, "output.weight") == 0))
       continue;
-    if ((a->entry_of[id] = entry_for(a, nd->in[1], 1)) < 0) return -1;
+    long e = matmul_entry(a, &fm, nd->in[1], 1);
+    if (e == -1) goto done;
+    a->entry_of[id] = e < 0 ? -1 : (int)e;
   }
-  return 0;
+  rc = 0;
+done:
+  free(fm.parts);
+  return rc;
 }
 
 /* Adds the squares of x[0 .. cols) into slice m of entry e, which met `count` more inputs. */
@@ -123,59 +219,41 @@ void mkc_imatrix_acc_merge(mkc_imatrix_acc *into, const mkc_imatrix_acc *from) {
     }
 }
 
-static long entry_named(const mkc_imatrix_acc *a, const char *name) {
-  for (size_t e = 0; e < a->s.n; e++)
-    if (strcmp(a->s.names[e], name) == 0) return (long)e;
-  return -1;
-}
-
-/* Drops entry e (its sums freed), the later ones moved up. */
-static void drop_entry(mkc_imatrix_acc *a, size_t e) {
-  free(a->s.sums[e]);
-  free(a->s.counts[e]);
-  size_t rest = a->s.n - e - 1;
-  memmove(a->s.names + e, a->s.names + e + 1, rest * sizeof *a->s.names);
-  memmove(a->s.cols + e, a->s.cols + e + 1, rest * sizeof *a->s.cols);
-  memmove(a->s.mats + e, a->s.mats + e + 1, rest * sizeof *a->s.mats);
-  memmove(a->s.sums + e, a->s.sums + e + 1, rest * sizeof *a->s.sums);
-  memmove(a->s.counts + e, a->s.counts + e + 1, rest * sizeof *a->s.counts);
-  a->s.n--;
-}
-
-/* mkc_unfuse's call for one fused matrix: its parts' entries become one, under its name. */
-static int fuse_one(void *ctx, const char *name, int n, const char *const *names,
-                    const int64_t *rows) {
-  (void)rows;
-  mkc_imatrix_acc *a = ctx;
-  long first = entry_named(a, names[0]);
-  if (first < 0) return 0; /* not collected (its parts are not matmuls of the graph) */
-  char **owned = realloc(a->owned, (a->n_owned + 1) * sizeof *owned);
-  char *copy = strdup(name);
-  if (owned) a->owned = owned;
-  if (!owned || !copy) {
-    free(copy);
-    fprintf(stderr, "mkc: error: imatrix: out of memory\n");
-    return -1;
+int mkc_imatrix_acc_load(mkc_imatrix_acc *a, const mkc_imatrix *im, int chunk_size) {
+  for (size_t i = 0; i < im->n; i++) {
+    const mkc_imatrix_entry *f = &im->entries[i];
+    /* a .dat's values are means times calls, its one count the calls: each a chunk's worth */
+    int mats = im->legacy ? 1 : (int)f->mats, cols = (int)(f->n / (size_t)mats);
+    long at = entry_named(a, f->name);
+    if (at >= 0 && (size_t)a->s.cols[at] * (size_t)a->s.mats[at] != f->n) {
+      fprintf(stderr, "mkc: error: imatrix: %s: %d sums here, %zu in the file: another model's\n",
+              f->name, a->s.cols[at] * a->s.mats[at], f->n);
+      return -1;
+    }
+    if (at >= 0 && im->legacy) mats = a->s.mats[at], cols = a->s.cols[at]; /* broadcast */
+    const char *name = at >= 0 ? a->s.names[at] : own(a, f->name);
+    long e = name ? entry_for(a, name, cols, mats) : oom();
+    if (e < 0) return -1;
+    double scale = im->legacy ? chunk_size : 1;
+    for (size_t j = 0; j < f->n; j++) a->s.sums[e][j] += f->sums[j] * scale;
+    for (int m = 0; m < mats; m++)
+      a->s.counts[e][m] += (long)(f->counts[im->legacy ? 0 : m] * scale);
   }
-  a->owned[a->n_owned++] = copy;
-  for (int k = 1; k < n; k++) {
-    long e = entry_named(a, names[k]);
-    if (e < 0) continue;
-    drop_entry(a, (size_t)e);
-    if (e < first) first--;
-  }
-  a->s.names[first] = copy;
   return 0;
 }
 
-int mkc_imatrix_acc_fuse(mkc_imatrix_acc *a, const struct mkc_model_desc *d) {
-  return mkc_unfuse(d, 0, fuse_one, a);
+long mkc_imatrix_acc_most(const mkc_imatrix_acc *a) {
+  long most = 0;
+  for (size_t e = 0; e < a->s.n; e++)
+    for (int m = 0; m < a->s.mats[e]; m++)
+      if (a->s.counts[e][m] > most) most = a->s.counts[e][m];
+  return most;
 }
 
 void mkc_imatrix_acc_free(mkc_imatrix_acc *a) {
   for (size_t i = 0; i < a->n_owned; i++) free(a->owned[i]);
   free(a->owned);
-  for (size_t e = 0; a->s.sums && a->s.counts && e < a->s.n; e++) {
+  for (size_t e = 0; e < a->s.n; e++) {
     free(a->s.sums[e]);
     free(a->s.counts[e]);
   }

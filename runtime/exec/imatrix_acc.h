@@ -13,15 +13,22 @@
 struct mkc_model_desc;
 
 typedef struct mkc_imatrix_acc {
-  mkc_imatrix_sums s; /* the entries, in the graph's order; names borrowed from the graph */
-  int *entry_of;      /* [g->n_nodes]: a collected MATMUL node's entry, else -1 */
+  mkc_imatrix_sums
+      s;         /* the entries, in the graph's order, then any loaded (mkc_imatrix_acc_load) */
+  size_t cap;    /* entries s's arrays hold */
+  int *entry_of; /* [g->n_nodes]: the entry a MATMUL or MOE node feeds (a MOE node's router,
+                    then its gate, up and down), else -1 */
   const mkc_graph *g;
-  char **owned; /* the names mkc_imatrix_acc_fuse made */
+  char **owned; /* names made here (fused matrices', loaded entries') */
   size_t n_owned;
 } mkc_imatrix_acc;
 
-/* 0, or -1 (out of memory; a is left freeable). */
-int mkc_imatrix_acc_open(mkc_imatrix_acc *a, const mkc_graph *g, int output);
+/* An entry for each collected matmul of g (NULL: none, for mkc_imatrix_acc_load alone). Where the
+ * model file d fuses matrices (phi3's attn_qkv, ffn_up: formats/fused.h), their parts feed one
+ * entry under the file's name, as llama-imatrix collects the fused matrix (quantize looks it up by
+ * that name); d NULL: none fused. 0, or -1 after a message (a is left freeable). */
+int mkc_imatrix_acc_open(mkc_imatrix_acc *a, const mkc_graph *g, int output,
+                         const struct mkc_model_desc *d);
 void mkc_imatrix_acc_add(mkc_imatrix_acc *a, const mkc_ref *r);
 /* The same from an imatrix kernel (mkc_gen_opts.imatrix): sums as mkc_session_imatrix took them,
  * over `tokens` inputs. 0, or -1 after a message (a collected matmul the kernel sums nothing for).
@@ -29,11 +36,15 @@ void mkc_imatrix_acc_add(mkc_imatrix_acc *a, const mkc_ref *r);
 int mkc_imatrix_acc_add_kernel(mkc_imatrix_acc *a, const float *sums, long tokens);
 /* Adds from's sums and counts into into's (the same graph's). */
 void mkc_imatrix_acc_merge(mkc_imatrix_acc *into, const mkc_imatrix_acc *from);
-/* The model file's fused matrices (phi3's attn_qkv, ffn_up: formats/fused.h) as one entry each,
- * named as the file names them, where the graph reads their parts: the parts see the same
- * inputs, so the fused entry is any part's (llama-imatrix collects the fused matrix; quantize
- * looks it up by that name). Call after the last add or merge. 0, or -1 after a message. */
-int mkc_imatrix_acc_fuse(mkc_imatrix_acc *a, const struct mkc_model_desc *d);
+/* Adds a matrix read from a file (llama-imatrix's --in-file): GGUF sums and counts as they are; a
+ * .dat's values and calls times chunk_size (its means kept, its calls taken for chunks of that
+ * size, as llama-imatrix reads one), a .dat's one count standing for each slice of an entry of
+ * several. An entry of a name not here is added. 0, or -1 after a message (an entry of another
+ * shape: another model's). */
+int mkc_imatrix_acc_load(mkc_imatrix_acc *a, const mkc_imatrix *im, int chunk_size);
+/* The most inputs any entry's slice met (llama-imatrix's chunk count is this over the chunk size).
+ */
+long mkc_imatrix_acc_most(const mkc_imatrix_acc *a);
 void mkc_imatrix_acc_free(mkc_imatrix_acc *a);
 
 #endif

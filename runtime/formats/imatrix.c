@@ -63,16 +63,19 @@ static int parse_legacy(const uint8_t *p, size_t size, const char *what, mkc_ima
     if (take_i32(p, size, &at, &calls) || take_i32(p, size, &at, &n) || n < 1 ||
         (size_t)n > (size - at) / 4)
       return mkc_error_in(what, "%s: its values are cut short", e->name);
-    if (!(e->values = malloc((size_t)n * sizeof *e->values)))
+    if (!(e->values = malloc((size_t)n * sizeof *e->values)) ||
+        !(e->sums = malloc((size_t)n * sizeof *e->sums)) ||
+        !(e->counts = malloc(sizeof *e->counts)))
       return mkc_error_in(what, "out of memory");
-    e->n = (size_t)n;
-    memcpy(e->values, p + at, (size_t)n * 4); /* little-endian floats, as this host's */
+    e->n = (size_t)n, e->mats = 1;
+    memcpy(e->sums, p + at, (size_t)n * 4); /* little-endian floats, as this host's */
     at += (size_t)n * 4;
+    e->counts[0] = calls < 0 ? 0 : (float)calls;
     for (int32_t k = 0; k < n; k++) {
-      if (!isfinite(e->values[k]) || e->values[k] < 0)
+      if (!isfinite(e->sums[k]) || e->sums[k] < 0)
         return mkc_error_in(what, "%s: value %d is %g: not a mean square", e->name, k,
-                            (double)e->values[k]);
-      if (calls > 0) e->values[k] /= (float)calls;
+                            (double)e->sums[k]);
+      e->values[k] = calls > 0 ? e->sums[k] / (float)calls : e->sums[k];
     }
   }
   int32_t chunks, len;
@@ -83,7 +86,9 @@ static int parse_legacy(const uint8_t *p, size_t size, const char *what, mkc_ima
     if (at < size) {
       if (take_i32(p, size, &at, &len) || len < 0 || (size_t)len != size - at)
         return mkc_error_in(what, "the dataset's name after the entries is cut short");
-      if (len > 0 && !(im->dataset = strndup((const char *)p + at, (size_t)len)))
+      if (len > 0 && (!(im->dataset = strndup((const char *)p + at, (size_t)len)) ||
+                      !(im->datasets = malloc(sizeof *im->datasets)) ||
+                      !(im->datasets[im->n_datasets++] = strdup(im->dataset))))
         return mkc_error_in(what, "out of memory");
     }
   }
@@ -104,21 +109,28 @@ static int gguf_entry(const mkc_gguf *f, const mkc_gguf_tensor *sums, const char
     return mkc_error_in(what, "%s: %llu counts do not divide %llu sums", sums->name,
                         (unsigned long long)counts->n_elems, (unsigned long long)sums->n_elems);
   if (!(e->name = strndup(sums->name, base)) ||
-      !(e->values = malloc((size_t)sums->n_elems * sizeof *e->values)))
+      !(e->values = malloc((size_t)sums->n_elems * sizeof *e->values)) ||
+      !(e->sums = malloc((size_t)sums->n_elems * sizeof *e->sums)) ||
+      !(e->counts = malloc((size_t)counts->n_elems * sizeof *e->counts)))
     return mkc_error_in(what, "out of memory");
-  e->n = (size_t)sums->n_elems;
-  size_t cols = e->n / (size_t)counts->n_elems;
-  for (size_t j = 0; j < (size_t)counts->n_elems; j++) {
+  e->n = (size_t)sums->n_elems, e->mats = (size_t)counts->n_elems;
+  size_t cols = e->n / e->mats;
+  for (size_t j = 0; j < e->mats; j++) {
     float count, sum;
     memcpy(&count, counts->data + 4 * j, 4);
     if (!isfinite(count) || count < 0)
       return mkc_error_in(what, "%s: count %zu is %g", counts->name, j, (double)count);
+    e->counts[j] = count;
     for (size_t i = 0; i < cols; i++) {
       memcpy(&sum, sums->data + 4 * (j * cols + i), 4);
       if (!isfinite(sum) || sum < 0)
         return mkc_error_in(what, "%s: sum %zu is %g: not a sum of squares", sums->name,
                             j * cols + i, (double)sum);
+      e->sums[j * cols + i] = sum;
       e->values[j * cols + i] = count > 0 ? sum / count : 1;
+      if (!isfinite(e->values[j * cols + i])) /* a huge sum over a tiny count */
+        return mkc_error_in(what, "%s: sum %zu over count %g is past float's range", sums->name,
+                            j * cols + i, (double)count);
     }
   }
   return 0;
@@ -138,10 +150,20 @@ static int parse_gguf(const void *data, size_t size, const char *what, mkc_imatr
     goto done;
   }
   im->chunks = chunks > INT32_MAX ? INT32_MAX : (int)chunks;
+  im->chunk_size = chunk_size > INT32_MAX ? INT32_MAX : (int)chunk_size;
   if (sets->n && !(im->dataset = strndup(sets->strs[0].s, (size_t)sets->strs[0].len))) {
     mkc_error_in(what, "out of memory");
     goto done;
   }
+  if (sets->n && !(im->datasets = calloc((size_t)sets->n, sizeof *im->datasets))) {
+    mkc_error_in(what, "out of memory");
+    goto done;
+  }
+  for (uint64_t i = 0; i < sets->n; i++)
+    if (!(im->datasets[im->n_datasets++] = strndup(sets->strs[i].s, (size_t)sets->strs[i].len))) {
+      mkc_error_in(what, "out of memory");
+      goto done;
+    }
   if (!(im->entries = calloc(f->n_tensors ? f->n_tensors : 1, sizeof *im->entries))) {
     mkc_error_in(what, "out of memory");
     goto done;
@@ -186,10 +208,16 @@ int mkc_imatrix_load(const char *path, mkc_imatrix *im) {
   return rc;
 }
 
+static void free_entry(mkc_imatrix_entry *e) {
+  free(e->name), free(e->values), free(e->sums), free(e->counts);
+}
+
 void mkc_imatrix_free(mkc_imatrix *im) {
-  for (size_t i = 0; i < im->n; i++) free(im->entries[i].name), free(im->entries[i].values);
+  for (size_t i = 0; i < im->n; i++) free_entry(&im->entries[i]);
   free(im->entries);
   free(im->dataset);
+  for (size_t i = 0; i < im->n_datasets; i++) free(im->datasets[i]);
+  free(im->datasets);
   memset(im, 0, sizeof *im);
 }
 
@@ -206,7 +234,7 @@ void mkc_imatrix_filter(mkc_imatrix *im, const char *const *names, int n, int ke
     if (match == keep)
       im->entries[kept++] = im->entries[i];
     else
-      free(im->entries[i].name), free(im->entries[i].values);
+      free_entry(&im->entries[i]);
   }
   im->n = kept;
 }

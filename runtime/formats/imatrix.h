@@ -11,7 +11,8 @@
  *     optionally, i32 chunks and i32 length plus the dataset's name.
  *
  * The values kept are the means llama-quantize uses: sum / count per expert
- * (1 where an expert saw no input), a legacy value / calls. */
+ * (1 where an expert saw no input), a legacy value / calls; beside them the
+ * file's own numbers, which `mkc imatrix --in-file` adds up. */
 #ifndef MKC_IMATRIX_H
 #define MKC_IMATRIX_H
 
@@ -21,14 +22,21 @@ typedef struct mkc_imatrix_entry {
   char *name;    /* the weight's tensor name, "blk.0.attn_q.weight" */
   float *values; /* [n]: columns, expert by expert */
   size_t n;
+  /* as the file holds them: GGUF's in_sum2 [n] and counts [mats] (an expert's slice n / mats
+   * columns); a .dat's values (the means times the calls) and its calls, mats 1 */
+  float *sums, *counts;
+  size_t mats;
 } mkc_imatrix_entry;
 
 typedef struct mkc_imatrix {
   mkc_imatrix_entry *entries; /* [n], sorted by name */
   size_t n;
-  char *dataset; /* the first dataset's name, or NULL */
-  int chunks;    /* chunks it was computed on (0: not recorded) */
-  int legacy;    /* 1: the .dat format */
+  char *dataset;   /* the first dataset's name, or NULL */
+  char **datasets; /* [n_datasets]: every dataset's name (a .dat's one, if it has it) */
+  size_t n_datasets;
+  int chunks;     /* chunks it was computed on (0: not recorded) */
+  int chunk_size; /* GGUF's imatrix.chunk_size (0 in a .dat) */
+  int legacy;     /* 1: the .dat format */
 } mkc_imatrix;
 
 /* Parses size bytes (name for messages). 0, or -1 after "mkc: error: NAME: ..." on any defect:
@@ -58,11 +66,19 @@ typedef struct mkc_imatrix_sums {
   long **counts; /* [n][mats] */
 } mkc_imatrix_sums;
 
+/* What a written matrix records beside its entries. */
+typedef struct mkc_imatrix_meta {
+  const char *const *datasets; /* GGUF's imatrix.datasets */
+  size_t n_datasets;
+  const char *dat_dataset; /* the one a .dat names (NULL: none) */
+  int chunks, chunk_size;
+} mkc_imatrix_meta;
+
 /* Writes s to path (atomically): llama-imatrix's GGUF (legacy 0: general.type "imatrix",
- * imatrix.datasets [dataset], imatrix.chunk_count chunks, imatrix.chunk_size chunk_size; per
- * matrix NAME.in_sum2 [mats][cols] and NAME.counts [mats][1], F32) or its .dat (legacy 1: the
- * means times the calls, a call a chunk, then chunks and dataset). 0, or -1 after a message. */
-int mkc_imatrix_write(const char *path, const mkc_imatrix_sums *s, int legacy, const char *dataset,
-                      int chunks, int chunk_size);
+ * imatrix.datasets, imatrix.chunk_count and imatrix.chunk_size; per matrix NAME.in_sum2
+ * [mats][cols] and NAME.counts [mats][1], F32) or its .dat (legacy 1: the means times the calls,
+ * a call a chunk, then chunks and the dataset). 0, or -1 after a message. */
+int mkc_imatrix_write(const char *path, const mkc_imatrix_sums *s, int legacy,
+                      const mkc_imatrix_meta *m);
 
 #endif

@@ -9,8 +9,8 @@
 #include "util/buf.h"
 #include "util/files.h"
 
-static int write_gguf(const char *path, const mkc_imatrix_sums *s, const char *dataset, int chunks,
-                      int chunk_size) {
+static int write_gguf(const char *path, const mkc_imatrix_sums *s, const char *const *datasets,
+                      size_t n_datasets, int chunks, int chunk_size) {
   mkc_gguf_writer *w = mkc_gguf_writer_new();
   float *values = NULL;
   size_t total = 0;
@@ -20,9 +20,8 @@ static int write_gguf(const char *path, const mkc_imatrix_sums *s, const char *d
     mkc_error_in(path, "out of memory");
     goto done;
   }
-  const char *sets[1] = {dataset};
   if (mkc_gguf_set_str(w, "general.type", "imatrix") ||
-      mkc_gguf_set_arr(w, "imatrix.datasets", MKC_GGUF_STRING, sets, 1) ||
+      mkc_gguf_set_arr(w, "imatrix.datasets", MKC_GGUF_STRING, datasets, n_datasets) ||
       mkc_gguf_set_u32(w, "imatrix.chunk_count", (uint32_t)chunks) ||
       mkc_gguf_set_u32(w, "imatrix.chunk_size", (uint32_t)chunk_size))
     goto done;
@@ -91,8 +90,8 @@ static int write_dat(const char *path, const mkc_imatrix_sums *s, const char *da
   return rc;
 }
 
-int mkc_imatrix_write(const char *path, const mkc_imatrix_sums *s, int legacy, const char *dataset,
-                      int chunks, int chunk_size) {
-  return legacy ? write_dat(path, s, dataset, chunks, chunk_size)
-                : write_gguf(path, s, dataset, chunks, chunk_size);
+int mkc_imatrix_write(const char *path, const mkc_imatrix_sums *s, int legacy,
+                      const mkc_imatrix_meta *m) {
+  return legacy ? write_dat(path, s, m->dat_dataset ? m->dat_dataset : "", m->chunks, m->chunk_size)
+                : write_gguf(path, s, m->datasets, m->n_datasets, m->chunks, m->chunk_size);
 }
