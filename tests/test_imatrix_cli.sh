@@ -165,6 +165,20 @@ cmp -s "$tmp/often.gguf.at_2" "$tmp/half.gguf" && cmp -s "$tmp/often.gguf.at_4" 
   && ! grep -q "4 chunks in, written" "$tmp/err" \
   && ok "--save-frequency 2: .at_2 is the two chunks' matrix, .at_4 the whole; --output-frequency 1 writes -o each chunk" \
   || fail "--save-frequency" "$(cat "$tmp/err")" "$(ls "$tmp" | grep often)"
+# Ctrl-C (at MKC_TEST_PAUSE_AFTER_CHUNK: after the first chunk): the run ends there, 130, with
+# the one chunk's matrix written, the --chunks 1 run's byte for byte
+"$mkc" imatrix "${args[@]}" --backend cpu --chunks 1 -o "$tmp/one.gguf" >/dev/null 2>&1
+rm -f "$tmp/pause" && mkfifo "$tmp/pause"
+MKC_TEST_PAUSE_AFTER_CHUNK=$tmp/pause "$mkc" imatrix "${args[@]}" --backend cpu -o "$tmp/int.gguf" \
+  >/dev/null 2>"$tmp/err" &
+pid=$!
+timeout 60 bash -c 'exec 3>"$1"; kill -INT "$2"; exec 3>&-' - "$tmp/pause" "$pid" || kill "$pid"
+wait "$pid"
+rc=$?
+[ "$rc" = 130 ] && cmp -s "$tmp/int.gguf" "$tmp/one.gguf" \
+  && grep -q "^mkc: imatrix: interrupted: 1 chunks written to $tmp/int.gguf$" "$tmp/err" \
+  && ok "Ctrl-C after a chunk: exit 130, that chunk's matrix written" \
+  || fail "Ctrl-C" "exit $rc" "$(tail -n 3 "$tmp/err")"
 expect_error "another model's matrix in" \
   "mkc: error: imatrix: blk.0.attn_k.weight: 64 sums here, 256 in the file: another model's" \
   -- imatrix "${args[@]}" --backend cpu --in-file tests/data/imatrix_blocks_tiny.gguf -o "$tmp/x.gguf"

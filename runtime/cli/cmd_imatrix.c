@@ -18,9 +18,11 @@
 #include "exec/imatrix_acc.h"
 #include "exec/reference.h"
 #include "exec/session.h"
+#include "interrupt.h"
 #include "loaded.h"
 #include "tokenizer/tokenizer.h"
 #include "util/clock.h"
+#include "util/mapped.h"
 
 static const char USAGE[] =
     "usage: mkc imatrix -m MODEL -f FILE [-o imatrix.gguf] [-c N] [--chunks N]\n"
@@ -59,7 +61,9 @@ static const char USAGE[] =
     "  --output-frequency N   -o written every N chunks too (default 10; the kernel's)\n"
     "  --save-frequency N     a copy, -o.at_CHUNKS, every N chunks (the kernel's)\n"
     "The chunk count recorded is the most inputs a matrix met over -c (default 512),\n"
-    "as llama-imatrix counts it, the --in-file matrices' included.\n";
+    "as llama-imatrix counts it, the --in-file matrices' included. Ctrl-C ends the\n"
+    "run after the chunk being read and writes the matrix of the chunks read (exit\n"
+    "130).\n";
 
 /* One thread's chunks: first, first + step, ... below n_chunks. */
 typedef struct worker {
@@ -79,7 +83,7 @@ static void *run_worker(void *arg) {
   worker *k = arg;
   mkc_ref *r = mkc_ref_open(k->g, k->w);
   if (!r || mkc_imatrix_acc_open(&k->acc, k->g, k->output, k->desc) != 0) k->rc = -1;
-  for (int i = k->first; !k->rc && i < k->n_chunks; i += k->step) {
+  for (int i = k->first; !k->rc && !mkc_interrupted && i < k->n_chunks; i += k->step) {
     mkc_ref_seek(r, 0); /* an empty cache */
     const int *chunk = k->toks + (size_t)i * k->n_ctx;
     for (int p = 0; p < k->n_ctx && !k->rc; p++) {
@@ -244,6 +248,8 @@ static int run_kernel(mkc_loaded_model *m, int *toks, int n_ctx, int chunks, int
     double s = mkc_seconds() - t0;
     fprintf(stderr, "mkc: imatrix: %d of %d chunks, %.1f s (about %.1f minutes left)\n", i + 1,
             chunks, s, s / (i + 1) * (chunks - i - 1) / 60);
+    mkc_mapped_test_pause("MKC_TEST_PAUSE_AFTER_CHUNK");
+    if (mkc_interrupted) break; /* Ctrl-C: the chunks read so far are written */
     if (write_often(o, acc, mkc_imatrix_acc_most(acc) / o->chunk_size, i + 1 == chunks) != 0)
       goto done;
   }
@@ -361,15 +367,20 @@ int mkc_cmd_imatrix(int argc, char **argv) {
   if (skip) fprintf(stderr, "mkc: imatrix: the first %d chunks skipped\n", skip);
   fprintf(stderr, "mkc: imatrix: %d tokens\n", n);
   int *first = toks + (size_t)skip * n_ctx;
+  mkc_interrupt_install(); /* Ctrl-C ends after a chunk, the matrix so far written */
   if ((ref ? run_ref(&c, &m, first, n_ctx, chunks, bos, &acc)
            : run_kernel(&m, first, n_ctx, chunks, bos, &acc, &o)) != 0)
     goto done;
-  if (!acc.s.n)
+  if (!acc.s.n) {
     fprintf(stderr, "mkc: error: imatrix: %s has no layer matrices to collect\n", c.model_path);
-  else if (write_matrix(&o, &acc, NULL) == 0) {
-    fprintf(stderr, "mkc: imatrix: %zu matrices over %d tokens written to %s in %.1f s\n", acc.s.n,
-            chunks * n_ctx, o.path, mkc_seconds() - t0);
-    rc = 0;
+  } else if (write_matrix(&o, &acc, NULL) == 0) {
+    if (mkc_interrupted)
+      fprintf(stderr, "\nmkc: imatrix: interrupted: %ld chunks written to %s\n",
+              mkc_imatrix_acc_most(&acc) / o.chunk_size, o.path);
+    else
+      fprintf(stderr, "mkc: imatrix: %zu matrices over %d tokens written to %s in %.1f s\n",
+              acc.s.n, chunks * n_ctx, o.path, mkc_seconds() - t0);
+    rc = mkc_interrupted ? 130 : 0;
   }
 done:
   mkc_imatrix_acc_free(&acc);
