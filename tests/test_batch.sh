@@ -71,6 +71,13 @@ grep -Eq 'drafted ([1-9][0-9]*), accepted \1;' "$tmp/batch_err" &&
 check_batch "--draft-layers 1: 7 lines on 4 slots, 3 drafts" 4 3 -n 16 --draft-layers 1
 grep -q '^mkc: run --batch: drafts from self-speculation (first 1 of 2 layers): ' "$tmp/batch_err" &&
   ok "... drafted by the first layer's pool" || fail "--draft-layers on the slots" "$(tail -n 2 "$tmp/batch_err")"
+# --draft-p-min: a slot's draft ends at its first choice below the floor, the lines the same
+drafted() { sed -n 's/.*drafted \([0-9]*\), accepted.*/\1/p' "$tmp/batch_err"; }
+all=$(drafted)
+check_batch "--draft-layers 1 --draft-p-min 0.15: 7 lines on 4 slots" 4 3 -n 16 --draft-layers 1 --draft-p-min 0.15
+some=$(drafted)
+[ -n "$all" ] && [ -n "$some" ] && [ "$some" -gt 0 ] && [ "$some" -lt "$all" ] \
+  && ok "... fewer drafted ($some, against $all with no floor)" || fail "--draft-p-min on the slots" "$all, then $some"
 # sliding windows on pages: a window layer's positions on the slot's pages, its window read
 preset=swa-tiny
 check_batch "swa-tiny, --draft-layers 1: rings rewound past 3 windows" 3 2 -n 56 --draft-layers 1
@@ -121,9 +128,9 @@ long=$(held)
   && ok "40 tokens each: $long KiB held, more than 12 tokens' $short KiB, within the 48 KiB pool" \
   || fail "the bytes held grow with the tokens" "$short KiB, then $long KiB" "$(tail -n 1 "$tmp/batch_err")"
 pages=()
-expect_error "run --batch --draft-p-min: refused (the slots draft greedily)" \
-  "mkc: error: run --batch takes none of --chat, -sys, --chat-template, --reasoning-effort, --reasoning-budget, --json, --rounds, --kernel, --draft-adaptive, --draft-min, --draft-p-min, --draft-head (drafts: prompt lookup, -md or --draft-layers, --draft-max per slot)" -- \
-  run --preset tiny --random-weights 1 --batch "$tmp/ids.txt" --draft-max 2 --draft-layers 1 --draft-p-min 0.5
+expect_error "run --batch --draft-head: refused" \
+  "mkc: error: run --batch takes none of --chat, -sys, --chat-template, --reasoning-effort, --reasoning-budget, --json, --rounds, --kernel, --draft-adaptive, --draft-min, --draft-head (drafts: prompt lookup, -md or --draft-layers with --draft-p-min, --draft-max per slot)" -- \
+  run --preset tiny --random-weights 1 --batch "$tmp/ids.txt" --draft-max 2 --draft-head
 expect_error "run --batch -md without --draft-max" \
   "mkc: error: run --batch: -md drafts K tokens a step: give --draft-max K (1..31)" -- \
   run --preset tiny --random-weights 1 --batch "$tmp/ids.txt" -md "$tmp/draft.gguf"

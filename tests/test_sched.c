@@ -282,6 +282,70 @@ static void drafter_alone(kernel *plain, kernel *slotted) {
   mkc_slot_drafter_close(d);
 }
 
+/* The oracle of --draft-p-min: the plain kernel's greedy choices after prompt, up to n, cut at
+ * the first whose probability among its step's 10 likeliest tokens is below p_min (llama.cpp's
+ * draft sampler, top-k 10). The drafts kept, or -1. */
+static int confident_greedy(kernel *plain, const int *prompt, int n_prompt, float p_min, int *out,
+                            int n) {
+  mkc_session *s = mkc_session_open(test_backend(), &plain->g, &plain->src, &plain->w, BLOCKS);
+  mkc_sampling opt = {.top_p = 1, .repeat_penalty = 1, .logprobs = 10};
+  if (!s || mkc_session_set_sampling(s, &opt) != 0) {
+    mkc_session_close(s);
+    return -1;
+  }
+  mkc_step_result r;
+  int rc = 0, kept = 0;
+  for (int at = 0; at < n_prompt && rc == 0; at++)
+    rc = mkc_session_step(s, prompt + at, 1, 0, &r) || r.status != MKC_STATUS_OK;
+  while (rc == 0 && kept < n) {
+    float lp, lps[10];
+    int ids[10];
+    double top = 0;
+    if (mkc_session_logprobs(s, 0, &lp, ids, lps) != 0) rc = -1;
+    for (int i = 0; rc == 0 && i < 10; i++) top += ids[i] >= 0 ? exp((double)lps[i]) : 0;
+    if (rc || exp((double)lp) / top < p_min) break;
+    out[kept++] = r.out[0];
+    if (kept < n) rc = mkc_session_step(s, &out[kept - 1], 1, 0, &r) || r.status != MKC_STATUS_OK;
+  }
+  mkc_session_close(s);
+  return rc ? -1 : kept;
+}
+
+/* --draft-p-min on the pool: each slot's drafts are the plain greedy ones up to the first below
+ * the floor, rounds after rounds (the pool's caches kept between them); some slots cut short,
+ * some not. */
+static void drafter_p_min(kernel *plain, kernel *slotted) {
+  enum { ROUNDS = 3, SL = 3, LEN = 40, K = 4 };
+  const float p_min = 0.12f; /* random weights' choices are flat: 0 to 4 of 4 drafts kept */
+  int hist[SL][LEN], cut = 0, whole = 0, ok = 1;
+  mkc_slots *dp = mkc_slots_open(test_backend(), &slotted->g, &slotted->src, &slotted->w, BLOCKS);
+  mkc_slot_drafter *d = dp ? mkc_slot_drafter_open(dp, "the target's weights") : NULL;
+  if (!CHECK(d && mkc_slot_drafter_p_min(d, p_min) == 0, "a drafter with --draft-p-min")) {
+    mkc_slot_drafter_close(d);
+    return;
+  }
+  for (int sl = 0; sl < SL; sl++)
+    for (int t = 0; t < LEN; t++) hist[sl][t] = (29 * sl + 17 * t + 3) % plain->g.vocab;
+  for (int r = 0; r < ROUNDS && ok; r++) {
+    mkc_slot_draft req[SL];
+    for (int sl = 0; sl < SL; sl++)
+      req[sl] = (mkc_slot_draft){.hist = hist[sl], .n = 3 + 5 * r + 2 * sl, .want = K};
+    ok = mkc_slot_drafter_propose(d, req, SL) == 0;
+    for (int sl = 0; ok && sl < SL; sl++) {
+      int want[K], kept = confident_greedy(plain, hist[sl], req[sl].n, p_min, want, K);
+      ok = kept >= 0 && req[sl].got == kept &&
+           memcmp(req[sl].drafts, want, kept * sizeof *want) == 0;
+      CHECK(ok,
+            "--draft-p-min %.2f, round %d, slot %d: %d drafts after %d tokens, the plain kernel's "
+            "%d likely enough",
+            p_min, r, sl, req[sl].got, req[sl].n, kept);
+      cut += kept < K, whole += kept == K;
+    }
+  }
+  CHECK(!ok || (cut > 0 && whole > 0), "--draft-p-min: %d drafts cut short, %d whole", cut, whole);
+  mkc_slot_drafter_close(d);
+}
+
 /* Sequences of 1 to 40 tokens (past a slot's share of a step and past a prompt chunk: the draft
  * pool catches up in chunks alone) drafted by a second pool: on the target's own weights every
  * greedy draft is the target's choice, so all are accepted; on other weights some are not. Either
@@ -343,6 +407,7 @@ int main(void) {
   shifted(&plain, p);
   embeddings_on(&plain, p, "whole caches");
   drafter_alone(&plain, &slotted);
+  drafter_p_min(&plain, &slotted);
   draft_pool(&plain, &slotted, p);
   kernel paged;
   mkc_slots *pp = NULL;

@@ -318,12 +318,13 @@ static int check_batch_flags(mkc_cli *c) {
     return mkc_cli_usage_error("%s", "run --batch --context-shift: give -n N, each line's "
                                      "token budget (a shifted answer has no other end)");
   if (c->chat || c->json || c->rounds || c->kernel_dir || c->draft_adaptive || c->draft_min ||
-      c->draft_head || c->draft_p_min > 0)
+      c->draft_head)
     return mkc_cli_usage_error(
         "%s", "run --batch takes none of --chat, -sys, --chat-template, --reasoning-effort, "
               "--reasoning-budget, --json, "
-              "--rounds, --kernel, --draft-adaptive, --draft-min, --draft-p-min, --draft-head "
-              "(drafts: prompt lookup, -md or --draft-layers, --draft-max per slot)");
+              "--rounds, --kernel, --draft-adaptive, --draft-min, --draft-head "
+              "(drafts: prompt lookup, -md or --draft-layers with --draft-p-min, --draft-max "
+              "per slot)");
   if (mkc_json_format_on(c) && !c->model_path)
     return mkc_cli_usage_error("run --batch: %s needs the model's tokenizer: -m, and text on the "
                                "file's lines",

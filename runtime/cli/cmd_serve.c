@@ -129,8 +129,9 @@ static const char USAGE[] =
     "                         (2..64; default: one at a time on the plain\n"
     "                         kernel); more wait in line. Drafts by prompt lookup,\n"
     "                         or -md / --draft-layers on a slot kernel of their own\n"
-    "                         (--draft-max K each); --kv-pages N sizes the shared\n"
-    "                         KV pool. Embedding requests take slots too\n"
+    "                         (--draft-max K each, --draft-p-min P); --kv-pages N\n"
+    "                         sizes the shared KV pool. Embedding requests take\n"
+    "                         slots too\n"
     "  -n, --n-predict N      a request's token limit when it gives no max_tokens\n"
     "                         (default -1: until the end or a full context)\n"
     "  --context-shift        answers go on past a full context, as run's do\n"
@@ -686,11 +687,10 @@ static int read_keys(const mkc_cli *c, mkc_server *sv) {
 /* --parallel N: the slot kernel's flags, and what it cannot do. */
 static int parallel_flags(mkc_cli *c) {
   if (!c->slots) return 0;
-  const char *no = c->rounds > 1        ? "--rounds"
-                   : c->draft_adaptive  ? "--draft-adaptive"
-                   : c->draft_head      ? "--draft-head"
-                   : c->draft_p_min > 0 ? "--draft-p-min"
-                                        : NULL;
+  const char *no = c->rounds > 1       ? "--rounds"
+                   : c->draft_adaptive ? "--draft-adaptive"
+                   : c->draft_head     ? "--draft-head"
+                                       : NULL;
   if (no)
     return mkc_cli_usage_error_in("serve",
                                   "serve: --parallel drafts by prompt lookup, -md or "

@@ -126,10 +126,8 @@ int mkc_draft_source_plan(const mkc_cli *c, const mkc_loaded_model *target, mkc_
                     .kv_dtype = mkc_kv_dtype_name(tg->kv_dtype),
                     .reference_only = c->backend && strcmp(c->backend, "ref") == 0};
   if (tg->slots) { /* a pool of as many slots, each step as wide, whole caches (a rewind) */
-    if (c->draft_head || c->draft_p_min > 0) {
-      fprintf(stderr, "mkc: error: %s: the slots draft from -md or --draft-layers%s\n",
-              c->draft_head ? "--draft-head" : "--draft-p-min",
-              c->draft_head ? "" : ", each draft the draft's greedy choice");
+    if (c->draft_head) {
+      fprintf(stderr, "mkc: error: --draft-head: the slots draft from -md or --draft-layers\n");
       return -1;
     }
     o.slots = tg->slots;
@@ -231,6 +229,8 @@ int mkc_draft_source_start_slots(const mkc_cli *c, const mkc_loaded_model *targe
   char name[sizeof ds->drafter->name];
   draft_name(c, target, &ds->m.g, name, sizeof name);
   ds->pool = mkc_slot_drafter_open(pool, name);
+  if (ds->pool && c->draft_p_min > 0 && mkc_slot_drafter_p_min(ds->pool, (float)c->draft_p_min))
+    return -1;
   return ds->pool ? 0 : -1;
 }
 

@@ -1,13 +1,17 @@
 /* Drafts for a slot scheduler from a draft pool (draft_slots.h). */
 #include "draft_slots.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+#define P_MIN_TOP 10 /* llama.cpp's draft sampler: top-k 10 (exec/draft_model.c's) */
 
 struct mkc_slot_drafter {
   mkc_slots *p;
   const mkc_graph *g;
   int slots, share; /* the pool's slots, and a slot's inputs in a step they all take part in */
+  float p_min;      /* > 0: a choice less likely than it among the top 10 ends a slot's draft */
   long steps;
   char name[256];
 };
@@ -46,6 +50,32 @@ void mkc_slot_drafter_close(mkc_slot_drafter *d) {
 
 const char *mkc_slot_drafter_name(const mkc_slot_drafter *d) { return d->name; }
 
+int mkc_slot_drafter_p_min(mkc_slot_drafter *d, float p_min) {
+  if (!(p_min > 0 && p_min <= 1)) {
+    fprintf(stderr, "mkc: error: --draft-p-min must be in (0, 1], got %g\n", p_min);
+    return -1;
+  }
+  /* each draft slot's kernel computes its choice's log-probability and the top 10's */
+  mkc_sampling o = {.top_p = 1, .repeat_penalty = 1, .logprobs = P_MIN_TOP};
+  for (int s = 0; s < d->slots; s++)
+    if (mkc_slots_set_sampling(d->p, s, &o) != 0) return -1;
+  d->p_min = p_min;
+  return 0;
+}
+
+/* Whether slot s's last choice is likely enough: its probability among the step's 10 likeliest
+ * tokens at least p_min (exec/draft_model.c's rule, a session drafter's). */
+static int confident(mkc_slot_drafter *d, int s) {
+  if (d->p_min <= 0) return 1;
+  float lp, lps[P_MIN_TOP];
+  int ids[P_MIN_TOP];
+  if (mkc_slots_logprobs(d->p, s, 0, &lp, ids, lps) != 0) return 0;
+  double sum = 0;
+  for (int i = 0; i < P_MIN_TOP; i++)
+    if (ids[i] >= 0) sum += exp((double)lps[i]);
+  return sum > 0 && exp((double)lp) / sum >= d->p_min;
+}
+
 long mkc_slot_drafter_steps(const mkc_slot_drafter *d) { return d->steps; }
 
 /* Slot s's cache made to hold no more than what it shares with hist[0..n-1): the rest is
@@ -60,7 +90,8 @@ static int keep_shared(mkc_slot_drafter *d, int s, const int *hist, int n) {
 }
 
 /* One step of the pool: slot s takes in[s][0..n[s]) (n 0: it sits out), all known; ok[s]: its
- * step was taken, choice[s] the draft's choice after its last input. 0, or -1 after a message. */
+ * step was taken and its choice after its last input, choice[s], is likely enough to propose
+ * (--draft-p-min). 0, or -1 after a message. */
 static int step(mkc_slot_drafter *d, const int *const *in, const int *n, int *ok, int *choice) {
   for (int s = 0; s < d->slots; s++)
     if (mkc_slots_set_inputs(d->p, s, in[s], n[s], n[s] > 0 ? n[s] - 1 : 0) != 0) return -1;
@@ -71,7 +102,7 @@ static int step(mkc_slot_drafter *d, const int *const *in, const int *n, int *ok
     ok[s] = 0;
     if (n[s] == 0 || !mkc_slots_result(d->p, s, &r) || r.status != MKC_STATUS_OK || r.n_out < 1)
       continue;
-    ok[s] = 1;
+    ok[s] = confident(d, s);
     choice[s] = r.out[0];
   }
   return 0;
@@ -100,7 +131,7 @@ int mkc_slot_drafter_propose(mkc_slot_drafter *d, mkc_slot_draft *req, int n_req
       n[s] = 0;
       if (rc != 0) return -1;
       if (!ok[s])
-        q->want = 0; /* refused: no drafts for it now */
+        q->want = 0; /* refused, or not likely enough: no drafts for it now */
       else if (mkc_slots_pos(d->p, s) == q->n)
         q->drafts[q->got++] = choice[s];
     }
@@ -134,7 +165,7 @@ int mkc_slot_drafter_propose(mkc_slot_drafter *d, mkc_slot_draft *req, int n_req
       if (ok[s])
         req[s].drafts[req[s].got++] = choice[s];
       else
-        req[s].want = req[s].got; /* refused: the drafts so far */
+        req[s].want = req[s].got; /* refused, or not likely enough: the drafts so far */
     }
   }
 }

@@ -10,8 +10,8 @@
  * every drafting slot its next input, so k drafts cost k steps whatever the
  * number of slots (and a history longer than a slot's share of a step is fed
  * first with its slot alone, in chunks). Drafts are the draft's greedy
- * choices; the target's verdict keeps what it keeps, so each sequence emits
- * what it emits alone. */
+ * choices (with --draft-p-min, only the likely ones); the target's verdict
+ * keeps what it keeps, so each sequence emits what it emits alone. */
 #ifndef MKC_DRAFT_SLOTS_H
 #define MKC_DRAFT_SLOTS_H
 
@@ -26,6 +26,12 @@ typedef struct mkc_slot_drafter mkc_slot_drafter;
 mkc_slot_drafter *mkc_slot_drafter_open(mkc_slots *pool, const char *name);
 void mkc_slot_drafter_close(mkc_slot_drafter *d);
 const char *mkc_slot_drafter_name(const mkc_slot_drafter *d);
+
+/* llama.cpp's --draft-p-min: a slot's choice whose probability among the
+ * top 10 tokens is below p_min (0 < p_min <= 1) ends its draft and is not
+ * proposed (exec/draft_model.c's rule); the pool's kernel computes those
+ * log-probabilities from then on. 0, or -1 after a message. */
+int mkc_slot_drafter_p_min(mkc_slot_drafter *d, float p_min);
 
 /* One slot's request: up to `want` drafts after hist[0..n) (n >= 1: the
  * sequence's tokens, the last not yet in the target's cache). */
