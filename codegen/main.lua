@@ -142,7 +142,7 @@ function M.generate(opts)
   local all = {}
   -- the imatrix kernel's template is in its hash alone: the other kernels never splice it
   gen.imatrix = opts.imatrix and true or false
-  if gen.imatrix and slots > 0 then util.fail("--imatrix: a plain kernel's (no --slots)") end
+  if gen.imatrix and slots > 0 then util.fail("--imatrix-kernel: a plain kernel's (not with --slots)") end
   for _, name in ipairs({ "prelude_cuda.cuh", "prelude_cpu.h", table.unpack(emit.TEMPLATES) }) do
     gen.templates[name] = util.read_file(opts.templates_dir .. "/" .. name)
     if gen.imatrix or not emit.IMATRIX_ONLY[name] then all[#all + 1] = name .. "\0" .. gen.templates[name] end

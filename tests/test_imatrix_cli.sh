@@ -185,6 +185,8 @@ expect_error "another model's matrix in" \
 expect_error "--chunk past the text" \
   "mkc: error: imatrix: the text is 836 tokens; after --chunk 12 (768 tokens) a context of 64 needs 128 more at least (two chunks)" \
   -- imatrix "${args[@]}" --chunk 12
+expect_error "gen --imatrix-kernel with --slots" "mkc: error: --imatrix-kernel: a plain kernel's (not with --slots)" \
+  -- gen graphs/llama.lua --preset tiny --slots 2 --imatrix-kernel -o "$tmp/x.cu"
 expect_error "no text" "mkc: error: imatrix: -f FILE (the text) is required, or --in-file matrices to combine" \
   -- imatrix -m "$tmp/m.gguf"
 printf 'Too short for two chunks.' >"$tmp/short.txt" # 37 tokens: BOS, a leading space, the bytes (a space 3: ▁)

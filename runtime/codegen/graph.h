@@ -129,8 +129,9 @@ enum mkc_kv_dtype {
   X(INT, experts_used, experts_used) /* moe: the experts each input runs (top-k) */                \
   X(INT, norm_topk, norm_topk) /* moe: 1: the chosen experts' weights renormalized to sum 1 */     \
   X(DOUBLE, softcap, softcap)  /* attention (scaled scores), logits: c * tanh(x / c); 0: none */   \
-  /* matmul, in an imatrix kernel (mkc_gen_opts.imatrix): the float offset in scratch where its    \
-   * input's squares are summed, one float a column (0: none, or another kernel) */                \
+  /* matmul, moe, in an imatrix kernel (mkc_gen_opts.imatrix): the float offset in scratch where   \
+   * its input's squares are summed, one float a column (a moe's experts' after: imatrix_acc.c;    \
+   * 0: none, or another kernel) */                                                                \
   X(SIZE, imatrix, imatrix)
 
 #define MKC_NODE_INPUTS 9
