@@ -259,24 +259,27 @@ done:
   return rc;
 }
 
+/* A copy of name as o's next dataset. 0, or -1 after a message. */
+static int add_dataset(output *o, const char *name) {
+  const char **sets = realloc(o->datasets, (o->n_datasets + 1) * sizeof *sets);
+  char *copy = strdup(name);
+  if (sets) o->datasets = sets;
+  if (!sets || !copy) {
+    free(copy);
+    fprintf(stderr, "mkc: error: imatrix: out of memory\n");
+    return -1;
+  }
+  o->datasets[o->n_datasets++] = copy;
+  return 0;
+}
+
 /* The --in-file matrices into acc, their datasets into o. 0, or -1 after a message. */
 static int load_in_files(const mkc_cli *c, mkc_imatrix_acc *acc, output *o) {
   for (int i = 0; i < c->n_in_files; i++) {
     mkc_imatrix im;
     if (mkc_imatrix_load(c->in_files[i], &im) != 0) return -1;
     int rc = mkc_imatrix_acc_load(acc, &im, o->chunk_size);
-    const char **sets = realloc(o->datasets, (o->n_datasets + im.n_datasets + 1) * sizeof *sets);
-    if (sets) o->datasets = sets;
-    size_t added = 0;
-    for (; sets && added < im.n_datasets; added++)
-      if (!(o->datasets[o->n_datasets] = strdup(im.datasets[added])))
-        break;
-      else
-        o->n_datasets++;
-    if (!rc && added < im.n_datasets) {
-      fprintf(stderr, "mkc: error: imatrix: out of memory\n");
-      rc = -1;
-    }
+    for (size_t k = 0; !rc && k < im.n_datasets; k++) rc = add_dataset(o, im.datasets[k]);
     if (!rc) fprintf(stderr, "mkc: imatrix: %s: %zu matrices added in\n", c->in_files[i], im.n);
     mkc_imatrix_free(&im);
     if (rc) return -1;
@@ -349,16 +352,7 @@ int mkc_cmd_imatrix(int argc, char **argv) {
   if (mkc_imatrix_acc_open(&acc, &m.g, c.process_output, &m.file.desc) != 0 ||
       load_in_files(&c, &acc, &o) != 0)
     goto done;
-  const char **sets = realloc(o.datasets, (o.n_datasets + 1) * sizeof *sets);
-  if (!sets) {
-    fprintf(stderr, "mkc: error: imatrix: out of memory\n");
-    goto done;
-  }
-  o.datasets = sets;
-  if (!(o.datasets[o.n_datasets++] = strdup(c.prompt_file))) {
-    fprintf(stderr, "mkc: error: imatrix: out of memory\n");
-    goto done;
-  }
+  if (add_dataset(&o, c.prompt_file) != 0) goto done;
   if (ref ? mkc_loaded_weights(&c, &m) != 0
           : mkc_loaded_cpu_guard(&c, &m, (double)chunks * n_ctx, "imatrix") != 0 ||
                 mkc_loaded_start(&c, &m) != 0)

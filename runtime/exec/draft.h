@@ -57,6 +57,12 @@ mkc_drafter *mkc_drafter_model(mkc_session *s, const mkc_graph *g, const char *n
  * p_min, and does not propose it. The draft session computes those log-probabilities from then
  * on (sampling.logprobs 10). 0 < p_min <= 1. 0, or -1 after a message (not a model drafter). */
 int mkc_drafter_model_p_min(mkc_drafter *d, float p_min);
+/* --draft-p-min's rule, for a session drafter and the slots' draft pool (exec/draft_slots.h):
+ * whether a choice of log-probability lp is likely enough, its probability among the step's
+ * MKC_DRAFT_P_MIN_TOP likeliest tokens (ids, their lps; an id of -1: none) at least p_min (p_min
+ * <= 0: always). */
+#define MKC_DRAFT_P_MIN_TOP 10 /* llama.cpp's draft sampler: top-k 10 */
+int mkc_draft_confident(float p_min, float lp, const int *ids, const float *lps);
 
 /* A head conditioned on the target's hidden state (graphs/draft_head.lua,
  * exec/draft_head.c): each proposal is one step of session head (owned, as

@@ -54,19 +54,22 @@ static int catch_up(model_drafter *m, const int *hist, int n, int *next) {
   return rc;
 }
 
-#define P_MIN_TOP 10 /* llama.cpp's draft sampler: top-k 10 */
+int mkc_draft_confident(float p_min, float lp, const int *ids, const float *lps) {
+  if (p_min <= 0) return 1;
+  double sum = 0;
+  for (int i = 0; i < MKC_DRAFT_P_MIN_TOP; i++)
+    if (ids[i] >= 0) sum += exp((double)lps[i]);
+  return sum > 0 && exp((double)lp) / sum >= p_min;
+}
 
-/* Whether the last step's choice is likely enough: its probability among the step's 10 likeliest
- * tokens (their log-probabilities, from the kernel) at least p_min. */
+/* Whether the last step's choice is likely enough (mkc_draft_confident, the log-probabilities
+ * from the kernel). */
 static int confident(model_drafter *m) {
   if (m->p_min <= 0) return 1;
-  float lp, lps[P_MIN_TOP];
-  int ids[P_MIN_TOP];
-  if (mkc_session_logprobs(m->s, 0, &lp, ids, lps) != 0) return 0;
-  double sum = 0;
-  for (int i = 0; i < P_MIN_TOP; i++)
-    if (ids[i] >= 0) sum += exp((double)lps[i]);
-  return sum > 0 && exp((double)lp) / sum >= m->p_min;
+  float lp, lps[MKC_DRAFT_P_MIN_TOP];
+  int ids[MKC_DRAFT_P_MIN_TOP];
+  return mkc_session_logprobs(m->s, 0, &lp, ids, lps) == 0 &&
+         mkc_draft_confident(m->p_min, lp, ids, lps);
 }
 
 static int model_propose(mkc_drafter *d, const int *hist, int n, int k, int *out) {
@@ -127,7 +130,7 @@ int mkc_drafter_model_p_min(mkc_drafter *d, float p_min) {
   }
   model_drafter *m = (model_drafter *)d;
   /* the draft's greedy steps (a model drafter's session samples nothing), with the top 10 */
-  mkc_sampling o = {.top_p = 1.0f, .repeat_penalty = 1.0f, .logprobs = P_MIN_TOP};
+  mkc_sampling o = {.top_p = 1.0f, .repeat_penalty = 1.0f, .logprobs = MKC_DRAFT_P_MIN_TOP};
   if (mkc_session_set_sampling(m->s, &o) != 0) return -1;
   m->p_min = p_min;
   return 0;

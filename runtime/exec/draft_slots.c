@@ -1,11 +1,10 @@
 /* Drafts for a slot scheduler from a draft pool (draft_slots.h). */
 #include "draft_slots.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#define P_MIN_TOP 10 /* llama.cpp's draft sampler: top-k 10 (exec/draft_model.c's) */
+#include "exec/draft.h"
 
 struct mkc_slot_drafter {
   mkc_slots *p;
@@ -56,24 +55,20 @@ int mkc_slot_drafter_p_min(mkc_slot_drafter *d, float p_min) {
     return -1;
   }
   /* each draft slot's kernel computes its choice's log-probability and the top 10's */
-  mkc_sampling o = {.top_p = 1, .repeat_penalty = 1, .logprobs = P_MIN_TOP};
+  mkc_sampling o = {.top_p = 1, .repeat_penalty = 1, .logprobs = MKC_DRAFT_P_MIN_TOP};
   for (int s = 0; s < d->slots; s++)
     if (mkc_slots_set_sampling(d->p, s, &o) != 0) return -1;
   d->p_min = p_min;
   return 0;
 }
 
-/* Whether slot s's last choice is likely enough: its probability among the step's 10 likeliest
- * tokens at least p_min (exec/draft_model.c's rule, a session drafter's). */
+/* Whether slot s's last choice is likely enough (mkc_draft_confident, a session drafter's rule). */
 static int confident(mkc_slot_drafter *d, int s) {
   if (d->p_min <= 0) return 1;
-  float lp, lps[P_MIN_TOP];
-  int ids[P_MIN_TOP];
-  if (mkc_slots_logprobs(d->p, s, 0, &lp, ids, lps) != 0) return 0;
-  double sum = 0;
-  for (int i = 0; i < P_MIN_TOP; i++)
-    if (ids[i] >= 0) sum += exp((double)lps[i]);
-  return sum > 0 && exp((double)lp) / sum >= d->p_min;
+  float lp, lps[MKC_DRAFT_P_MIN_TOP];
+  int ids[MKC_DRAFT_P_MIN_TOP];
+  return mkc_slots_logprobs(d->p, s, 0, &lp, ids, lps) == 0 &&
+         mkc_draft_confident(d->p_min, lp, ids, lps);
 }
 
 long mkc_slot_drafter_steps(const mkc_slot_drafter *d) { return d->steps; }

@@ -775,22 +775,20 @@ static void moe(const mkc_ref *r, const mkc_node *nd, double *y, const double *x
   }
   for (int e = 0; e < E; e++) sum += p[e] = exp(p[e] - max);
   for (int e = 0; e < E; e++) p[e] /= sum;
-  int chosen[MKC_MOE_USED_MAX];
   double w[MKC_MOE_USED_MAX], wsum = 0;
   for (int k = 0; k < K; k++) {
     int best = -1;
     for (int e = 0; e < E; e++) {
       int taken = 0;
-      for (int j = 0; j < k; j++) taken |= chosen[j] == e;
+      for (int j = 0; j < k; j++) taken |= ids[j] == e;
       if (!taken && (best < 0 || p[e] > p[best])) best = e;
     }
-    chosen[k] = best;
     ids[k] = best;
     wsum += w[k] = p[best];
   }
   for (int i = 0; i < dim; i++) y[i] = 0;
   for (int k = 0; k < K; k++) {
-    size_t e = (size_t)chosen[k];
+    size_t e = (size_t)ids[k];
     double wk = nd->norm_topk ? w[k] / wsum : w[k], *h = hidden + (size_t)k * ffn;
     for (int f = 0; f < ffn; f++) {
       size_t row = e * ffn + f;
