@@ -7,7 +7,9 @@
 # kernel on the cpu backend (its matmul stages sum their inputs' squares), in prompt chunks (tiled)
 # and in steps of one input, and from the reference executor (--backend ref); its .dat; the
 # thread count's and --process-output's effects; the kernel against the reference on SmolLM2; the
-# matrix read back by mkc quantize; refusals.
+# matrix read back by mkc quantize; refusals. The perplexity estimates it prints on the way
+# (llama-imatrix's): mkc perplexity's lines for the same chunks, and within 1e-4 of
+# tests/data/imatrix_ppl_llamacpp.txt, what llama-imatrix printed making the fixture.
 source "$(dirname "$0")/lib.sh"
 cat graphs/llama.lua tests/graphs/im_tiny_preset.lua >"$tmp/im.lua"
 text=tests/data/imatrix_text.txt
@@ -18,26 +20,40 @@ if "$mkc" imatrix "${args[@]}" --backend cpu -o "$tmp/im.gguf" >"$tmp/out" 2>"$t
   got=$(python3 tests/imatrix_compare.py "$tmp/im.gguf" tests/data/imatrix_llamacpp.gguf)
   [[ $got == ok* ]] && ok "the kernel, prompt chunks of 64: llama-imatrix's matrix: $got" \
     || fail "the kernel against llama-imatrix" "$got"
-  grep -q '^mkc: imatrix: 4 chunks of 64, on the cpu backend, 64 a step$' "$tmp/err" \
+  grep -q '^mkc: imatrix: 4 chunks of 64, on the cpu backend, 64 a step; the last 31 of each scored, 5 a step$' "$tmp/err" \
     && grep -q '^mkc: imatrix: 4 of 4 chunks' "$tmp/err" && grep -q '^mkc: imatrix: 14 matrices over 256 tokens written to' "$tmp/err" \
     && ok "the backend, progress a chunk, and what was written" || fail "progress" "$(cat "$tmp/err")"
-  [ ! -s "$tmp/out" ] && ok "nothing on stdout" || fail "stdout" "$(head -n 3 "$tmp/out")"
+  # the estimates: perplexity's (each chunk's second half, its last token's logits unused), and
+  # llama-imatrix's own
+  "$mkc" perplexity "${args[@]}" --backend cpu --draft-max 4 >"$tmp/ppl" 2>/dev/null
+  cmp -s "$tmp/out" "$tmp/ppl" && grep -q '^\[1\][0-9.]*,\[2\][0-9.]*,\[3\][0-9.]*,\[4\][0-9.]*,$' "$tmp/out" \
+    && ok "stdout: mkc perplexity's running and final estimates, line for line ($(head -n 1 "$tmp/out"))" \
+    || fail "the estimates against mkc perplexity's" "$(cat "$tmp/out")" "$(cat "$tmp/ppl")"
+  got=$(python3 tests/ppl_compare.py "$tmp/out" tests/data/imatrix_ppl_llamacpp.txt)
+  [[ $got == ok* ]] && ok "the estimates are llama-imatrix's within 1e-4: ${got%% \[*}" || fail "llama-imatrix's estimates" "$got"
 else
   fail "mkc imatrix" "$(tail -n 3 "$tmp/err")"
 fi
-# steps of one input: the decode stages' sums (a kernel with no tiled path)
-if "$mkc" imatrix "${args[@]}" --backend cpu -ub 1 -o "$tmp/im1.gguf" >/dev/null 2>"$tmp/err"; then
+# steps of one input: the decode stages' sums (a kernel with no tiled path); --no-ppl: no
+# estimate, no steps of 5 for it
+if "$mkc" imatrix "${args[@]}" --backend cpu -ub 1 --no-ppl -o "$tmp/im1.gguf" >"$tmp/out" 2>"$tmp/err"; then
   got=$(python3 tests/imatrix_compare.py "$tmp/im1.gguf" tests/data/imatrix_llamacpp.gguf)
-  [[ $got == ok* ]] && grep -q ', 1 a step$' "$tmp/err" && ok "the kernel, steps of one input: llama-imatrix's matrix: $got" \
-    || fail "the kernel, -ub 1, against llama-imatrix" "$got" "$(head -n 2 "$tmp/err")"
+  [[ $got == ok* ]] && grep -q ', 1 a step$' "$tmp/err" && [ ! -s "$tmp/out" ] \
+    && ok "the kernel, steps of one input, --no-ppl: llama-imatrix's matrix: $got; nothing on stdout" \
+    || fail "the kernel, -ub 1 --no-ppl, against llama-imatrix" "$got" "$(head -n 2 "$tmp/err")" "$(head -c 300 "$tmp/out")"
 else
   fail "mkc imatrix -ub 1" "$(tail -n 3 "$tmp/err")"
 fi
-if "$mkc" imatrix "${args[@]}" --backend ref -t 2 -o "$tmp/imr.gguf" >/dev/null 2>"$tmp/err"; then
+if "$mkc" imatrix "${args[@]}" --backend ref -t 2 -o "$tmp/imr.gguf" >"$tmp/out" 2>"$tmp/err"; then
   got=$(python3 tests/imatrix_compare.py "$tmp/imr.gguf" tests/data/imatrix_llamacpp.gguf)
   [[ $got == ok* ]] && grep -q '^mkc: imatrix: 4 chunks of 64, on the reference executor, 2 threads$' "$tmp/err" \
     && ok "the reference executor, 2 threads: llama-imatrix's matrix: $got" \
     || fail "the reference against llama-imatrix" "$got" "$(head -n 3 "$tmp/err")"
+  # its two threads end chunks out of order; the estimates are printed in order, the kernel's
+  # within 1e-6 (double against float)
+  got=$(python3 tests/ppl_compare.py "$tmp/out" "$tmp/ppl" 1e-6)
+  [[ $got == ok* ]] && ok "the reference's estimates, in chunk order: the kernel's within 1e-6 (${got:3:7})" \
+    || fail "the reference's estimates" "$got"
 else
   fail "mkc imatrix --backend ref" "$(tail -n 3 "$tmp/err")"
 fi

@@ -37,8 +37,12 @@ cat graphs/llama.lua tests/graphs/im_tiny_preset.lua >"$work/im.lua"
 build/mkc init "$work/im.lua" --preset im-tiny --seed 2 --type f32 \
   --vocab tests/data/standin_vocab.gguf -o "$work/imt.gguf" >&2
 python3 tools/gguf_add_vocab.py "$work/imt.gguf" "$work/imt-vocab.gguf"
+# (its perplexity estimates, on stdout, to tests/data/imatrix_ppl_llamacpp.txt; its logger thread
+# has been seen to lose the last lines at exit, hence the check)
 "$l/build/bin/llama-imatrix" -m "$work/imt-vocab.gguf" -f tests/data/imatrix_text.txt -c 64 \
-  --chunks 4 -t 2 -ctk f32 -ctv f32 -fa off -o tests/data/imatrix_llamacpp.gguf >&2
+  --chunks 4 -t 2 -ctk f32 -ctv f32 -fa off -o tests/data/imatrix_llamacpp.gguf 2>/dev/null |
+  grep -E '^\[1\]|^Final estimate' >tests/data/imatrix_ppl_llamacpp.txt
+grep -q '^\[1\].*\[4\]' tests/data/imatrix_ppl_llamacpp.txt && grep -q '^Final estimate' tests/data/imatrix_ppl_llamacpp.txt
 # phi3's fused matrices: the same model with NeoX RoPE, as a phi3 file (attn_qkv, ffn_up)
 cat graphs/llama.lua tests/graphs/im_neox_preset.lua >"$work/imn.lua"
 build/mkc init "$work/imn.lua" --preset im-neox --seed 2 --type f32 --arch phi3 \

@@ -173,6 +173,7 @@ static const struct {
     {"--multiline-input", offsetof(mkc_cli, multiline)},
     {"--kl-divergence", offsetof(mkc_cli, kl_divergence)},
     {"--process-output", offsetof(mkc_cli, process_output)},
+    {"--no-ppl", offsetof(mkc_cli, no_ppl)},
     {"--hellaswag", offsetof(mkc_cli, hellaswag)},
     {"--winogrande", offsetof(mkc_cli, winogrande)},
     {"--multiple-choice", offsetof(mkc_cli, multiple_choice)},

@@ -114,6 +114,7 @@ typedef struct mkc_cli {
   const char *kl_base;       /* perplexity --kl-divergence-base FILE: the log-probabilities' file */
   int kl_divergence;         /* perplexity --kl-divergence: compare with kl_base's */
   int process_output;        /* imatrix --process-output: output.weight's inputs too */
+  int no_ppl;                /* imatrix --no-ppl: no perplexity estimate, prompt steps only */
   const char *output_format; /* imatrix --output-format gguf|dat */
   int ppl_stride;            /* perplexity --ppl-stride S: windows S apart, their last S scored */
   int ppl_output_type;       /* perplexity --ppl-output-type 1: a line a chunk */

@@ -7,18 +7,21 @@
  * the kernel generated for it (mkc_gen_opts.imatrix: each matmul stage sums its input's squares
  * in scratch, taken after each chunk), or with --backend ref on the reference executor
  * (exec/reference.h: every value in double), a thread a chunk at a time. */
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "chunk_score.h"
 #include "cli.h"
 #include "commands.h"
 #include "exec/imatrix_acc.h"
 #include "exec/reference.h"
 #include "exec/session.h"
 #include "interrupt.h"
+#include "kld.h"
 #include "loaded.h"
 #include "tokenizer/tokenizer.h"
 #include "util/clock.h"
@@ -34,7 +37,10 @@ static const char USAGE[] =
     "sum the squares of their inputs, column by column (each expert those of the\n"
     "inputs routed to it). `mkc quantize --imatrix`\n"
     "(and llama-quantize) weigh each matrix's error by it. Computed by a kernel\n"
-    "whose matmul stages sum their inputs' squares as they read them.\n"
+    "whose matmul stages sum their inputs' squares as they read them. As\n"
+    "llama-imatrix does, it prints the perplexity of the chunks read so far after\n"
+    "each ([N]PPL,) and at the end, each chunk's second half scored (in steps of\n"
+    "5, for their logits), as mkc perplexity scores it.\n"
     "  -m, --model MODEL      GGUF file, Hugging Face folder, or a model's file name\n"
     "                         in the model directory\n"
     "  -f FILE                the text (control tokens' spellings are text)\n"
@@ -46,6 +52,7 @@ static const char USAGE[] =
     "  --chunks N             at most N chunks (default: all the text holds)\n"
     "  --process-output       output.weight's inputs too (llama-quantize leaves\n"
     "                         the output's type to its own rules)\n"
+    "  --no-ppl               no perplexity: each chunk read in prompt steps alone\n"
     "  --backend B            auto (default: cuda where a GPU answers, else cpu),\n"
     "                         cuda, cpu, or ref: the reference executor, in double,\n"
     "                         a chunk a thread (slow: a model's weights read once a\n"
@@ -65,6 +72,54 @@ static const char USAGE[] =
     "run after the chunk being read and writes the matrix of the chunks read (exit\n"
     "130).\n";
 
+/* The perplexity estimate (llama-imatrix's): positions `from` to the chunk's last but one
+ * scored, each chunk's sums kept until those before it are in (the reference's threads end
+ * chunks out of order), then added and the running estimate printed. */
+typedef struct ppl_sums {
+  int from, n_chunks, printed;
+  double *nll, *nll2, sum, sum2;
+  unsigned char *done;
+  long count;
+} ppl_sums;
+
+/* The sums of one chunk's scored positions (mkc_chunk_row_fn's ctx). */
+typedef struct chunk_nll {
+  int vocab;
+  double nll, nll2;
+} chunk_nll;
+
+static int add_nll(void *ctx, const float *logits, int next) {
+  chunk_nll *c = ctx;
+  double v = mkc_token_nll(logits, c->vocab, next);
+  c->nll += v, c->nll2 += v * v;
+  return 0;
+}
+
+/* Room for n chunks' sums, scored from position `from` (n_ctx: none). 0, or -1 after a
+ * message. */
+static int ppl_open(ppl_sums *p, int n, int from) {
+  *p = (ppl_sums){.from = from, .n_chunks = n};
+  p->nll = calloc((size_t)n, sizeof *p->nll);
+  p->nll2 = calloc((size_t)n, sizeof *p->nll2);
+  p->done = calloc((size_t)n, 1);
+  if (p->nll && p->nll2 && p->done) return 0;
+  fprintf(stderr, "mkc: error: imatrix: out of memory\n");
+  return -1;
+}
+
+static void ppl_close(ppl_sums *p) { free(p->nll), free(p->nll2), free(p->done); }
+
+/* Chunk i's sums over its `rows` scored positions; the running estimate after each chunk now
+ * in order, on stdout as llama-imatrix prints it. */
+static void ppl_add(ppl_sums *p, int i, const chunk_nll *c, int rows) {
+  p->nll[i] = c->nll, p->nll2[i] = c->nll2, p->done[i] = 1;
+  for (; p->printed < p->n_chunks && p->done[p->printed]; p->printed++) {
+    p->sum += p->nll[p->printed], p->sum2 += p->nll2[p->printed], p->count += rows;
+    printf("[%d]%.4f,", p->printed + 1, exp(p->sum / p->count));
+    fflush(stdout);
+  }
+}
+
 /* One thread's chunks: first, first + step, ... below n_chunks. */
 typedef struct worker {
   const mkc_graph *g;
@@ -72,6 +127,7 @@ typedef struct worker {
   const struct mkc_model_desc *desc;
   const int *toks;
   int n_ctx, bos, first, step, n_chunks, output;
+  ppl_sums *ppl; /* shared, under lock */
   mkc_imatrix_acc acc;
   int rc;
   int *done; /* chunks finished by every worker, for the progress line */
@@ -81,20 +137,33 @@ typedef struct worker {
 
 static void *run_worker(void *arg) {
   worker *k = arg;
+  int vocab = k->g->vocab, from = k->ppl->from;
   mkc_ref *r = mkc_ref_open(k->g, k->w);
-  if (!r || mkc_imatrix_acc_open(&k->acc, k->g, k->output, k->desc) != 0) k->rc = -1;
+  double *logits = malloc((size_t)vocab * sizeof *logits);
+  float *row = malloc((size_t)vocab * sizeof *row);
+  if (!logits || !row) fprintf(stderr, "mkc: error: imatrix: out of memory\n");
+  if (!r || !logits || !row || mkc_imatrix_acc_open(&k->acc, k->g, k->output, k->desc) != 0)
+    k->rc = -1;
   for (int i = k->first; !k->rc && !mkc_interrupted && i < k->n_chunks; i += k->step) {
     mkc_ref_seek(r, 0); /* an empty cache */
     const int *chunk = k->toks + (size_t)i * k->n_ctx;
+    chunk_nll sums = {.vocab = vocab};
     for (int p = 0; p < k->n_ctx && !k->rc; p++) {
       int tok = p == 0 && k->bos >= 0 ? k->bos : chunk[p];
-      if (mkc_ref_step(r, tok, NULL) != 0) /* no logits: the LM head's time saved */
+      int scored = p >= from && p < k->n_ctx - 1; /* else no logits: the LM head's time saved */
+      if (mkc_ref_step(r, tok, scored ? logits : NULL) != 0) {
         k->rc = -1;
-      else
-        mkc_imatrix_acc_add(&k->acc, r);
+        break;
+      }
+      mkc_imatrix_acc_add(&k->acc, r);
+      if (scored) {
+        for (int v = 0; v < vocab; v++) row[v] = (float)logits[v];
+        add_nll(&sums, row, chunk[p + 1]);
+      }
     }
     if (k->rc) break;
     pthread_mutex_lock(k->lock);
+    if (from < k->n_ctx) ppl_add(k->ppl, i, &sums, k->n_ctx - 1 - from);
     int done = ++*k->done;
     double s = mkc_seconds() - k->t0;
     fprintf(stderr, "mkc: imatrix: %d of %d chunks, %.1f s (about %.1f minutes left)\n", done,
@@ -102,6 +171,8 @@ static void *run_worker(void *arg) {
     pthread_mutex_unlock(k->lock);
   }
   if (r) mkc_ref_close(r);
+  free(logits);
+  free(row);
   return NULL;
 }
 
@@ -165,7 +236,7 @@ static int write_often(const output *o, const mkc_imatrix_acc *acc, long chunks,
 
 /* The reference's chunks, a thread each at a time, added into acc. 0, or -1 after a message. */
 static int run_ref(const mkc_cli *c, mkc_loaded_model *m, const int *toks, int n_ctx, int chunks,
-                   int bos, mkc_imatrix_acc *acc) {
+                   int bos, mkc_imatrix_acc *acc, ppl_sums *ppl) {
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   int threads = c->blocks > 0 ? c->blocks : cores < 1 ? 1 : (int)cores;
   if (threads > chunks) threads = chunks;
@@ -191,6 +262,7 @@ static int run_ref(const mkc_cli *c, mkc_loaded_model *m, const int *toks, int n
                     .step = threads,
                     .n_chunks = chunks,
                     .output = c->process_output,
+                    .ppl = ppl,
                     .done = &done_chunks,
                     .lock = &lock,
                     .t0 = t0};
@@ -212,39 +284,36 @@ done:
   return rc;
 }
 
-/* The chunks on the imatrix kernel, one after another: each fed in prompt steps from an empty
- * cache, then the sums its steps added taken (mkc_session_imatrix) into acc, and -o written as
- * often as asked (write_often). 0, or -1 after a message. */
+/* The chunks on the imatrix kernel, one after another: each fed from an empty cache, in prompt
+ * steps up to the first scored position, then in steps of the kernel's inputs that give each
+ * one's logits (mkc_chunk_score), the sums its steps added then taken (mkc_session_imatrix) into
+ * acc, and -o written as often as asked (write_often). 0, or -1 after a message. */
 static int run_kernel(mkc_loaded_model *m, int *toks, int n_ctx, int chunks, int bos,
-                      mkc_imatrix_acc *acc, const output *o) {
+                      mkc_imatrix_acc *acc, const output *o, ppl_sums *ppl) {
   float *sums = malloc((m->g.imatrix_floats ? m->g.imatrix_floats : 1) * sizeof *sums);
   if (!sums) {
     fprintf(stderr, "mkc: error: imatrix: out of memory\n");
     return -1;
   }
-  fprintf(stderr, "mkc: imatrix: %d chunks of %d, on the %s backend, %d a step\n", chunks, n_ctx,
+  fprintf(stderr, "mkc: imatrix: %d chunks of %d, on the %s backend, %d a step", chunks, n_ctx,
           mkc_session_backend(m->s), mkc_session_prompt_inputs(m->s, n_ctx));
+  if (ppl->from < n_ctx)
+    fprintf(stderr, "; the last %d of each scored, %d a step\n", n_ctx - 1 - ppl->from, m->g.t_max);
+  else
+    fprintf(stderr, "\n");
   int rc = -1;
   double t0 = mkc_seconds();
   for (int i = 0; i < chunks; i++) {
-    int *chunk = toks + (size_t)i * n_ctx, was = chunk[0], failed = 0;
+    int *chunk = toks + (size_t)i * n_ctx, was = chunk[0];
     if (bos >= 0) chunk[0] = bos;
-    mkc_session_reset(m->s);
-    for (int pos = 0, k; pos < n_ctx && !failed; pos += k) {
-      k = mkc_session_prompt_inputs(m->s, n_ctx - pos);
-      mkc_step_result r;
-      if (mkc_session_step(m->s, chunk + pos, k, k - 1, &r) != 0) {
-        failed = 1;
-      } else if (r.status != MKC_STATUS_OK) {
-        fprintf(stderr, "mkc: error: imatrix: the step at position %d was refused (%s)\n", pos,
-                mkc_status_name(r.status));
-        failed = 1;
-      }
-    }
+    chunk_nll nll = {.vocab = m->g.vocab};
+    int failed = mkc_chunk_score(m->s, m->g.t_max, chunk, n_ctx, n_ctx, ppl->from, "imatrix",
+                                 add_nll, &nll) != 0;
     chunk[0] = was;
     if (failed || mkc_session_imatrix(m->s, sums) != 0 ||
         mkc_imatrix_acc_add_kernel(acc, sums, n_ctx) != 0)
       goto done;
+    if (ppl->from < n_ctx) ppl_add(ppl, i, &nll, n_ctx - 1 - ppl->from);
     double s = mkc_seconds() - t0;
     fprintf(stderr, "mkc: imatrix: %d of %d chunks, %.1f s (about %.1f minutes left)\n", i + 1,
             chunks, s, s / (i + 1) * (chunks - i - 1) / 60);
@@ -288,15 +357,17 @@ static int load_in_files(const mkc_cli *c, mkc_imatrix_acc *acc, output *o) {
 }
 
 int mkc_cmd_imatrix(int argc, char **argv) {
-  mkc_cli c = {.usage = USAGE, .n_chunks = -1};
+  /* steps of 5 for the scored positions' logits: T <= 8 (perplexity's) spills on sm_90 */
+  mkc_cli c = {.usage = USAGE, .n_chunks = -1, .draft_max = 4};
   int rc = mkc_cli_parse(argc, argv, 2,
                          "-m -f -o --ctx --chunks --kv-dtype --blocks --lora --lora-scaled "
                          "--output-format --process-output --backend --ubatch --in-file --chunk "
-                         "--output-frequency --save-frequency",
+                         "--output-frequency --save-frequency --no-ppl",
                          0, &c);
   if (rc == MKC_CLI_HELP) return 0;
   if (rc || (rc = check_flags(&c))) return rc;
   if (c.max_ctx == 0) c.max_ctx = 512; /* llama-imatrix's default chunk */
+  if (c.no_ppl) c.draft_max = 0;       /* prompt steps alone: the smaller kernel */
   int ref = c.backend && strcmp(c.backend, "ref") == 0;
   c.imatrix_kernel = !ref;
   output o = {.path = c.out ? c.out : "imatrix.gguf",
@@ -308,6 +379,7 @@ int mkc_cmd_imatrix(int argc, char **argv) {
   mkc_loaded_model m;
   memset(&m, 0, sizeof m);
   mkc_imatrix_acc acc = {0};
+  ppl_sums ppl = {0};
   int n = 0, *toks = NULL;
   rc = 1;
   double t0 = mkc_seconds();
@@ -349,8 +421,10 @@ int mkc_cmd_imatrix(int argc, char **argv) {
   }
   int chunks = (int)((n - (long)skip * n_ctx) / n_ctx);
   if (c.n_chunks > 0 && c.n_chunks < chunks) chunks = c.n_chunks;
+  /* the second half of each chunk scored but its last token, as llama-imatrix scores it */
   if (mkc_imatrix_acc_open(&acc, &m.g, c.process_output, &m.file.desc) != 0 ||
-      load_in_files(&c, &acc, &o) != 0)
+      load_in_files(&c, &acc, &o) != 0 ||
+      ppl_open(&ppl, chunks, c.no_ppl || n_ctx < 3 ? n_ctx : n_ctx / 2) != 0)
     goto done;
   if (add_dataset(&o, c.prompt_file) != 0) goto done;
   if (ref ? mkc_loaded_weights(&c, &m) != 0
@@ -362,9 +436,10 @@ int mkc_cmd_imatrix(int argc, char **argv) {
   fprintf(stderr, "mkc: imatrix: %d tokens\n", n);
   int *first = toks + (size_t)skip * n_ctx;
   mkc_interrupt_install(); /* Ctrl-C ends after a chunk, the matrix so far written */
-  if ((ref ? run_ref(&c, &m, first, n_ctx, chunks, bos, &acc)
-           : run_kernel(&m, first, n_ctx, chunks, bos, &acc, &o)) != 0)
+  if ((ref ? run_ref(&c, &m, first, n_ctx, chunks, bos, &acc, &ppl)
+           : run_kernel(&m, first, n_ctx, chunks, bos, &acc, &o, &ppl)) != 0)
     goto done;
+  if (ppl.count) mkc_ppl_print_final(stdout, ppl.sum, ppl.sum2, ppl.count);
   if (!acc.s.n) {
     fprintf(stderr, "mkc: error: imatrix: %s has no layer matrices to collect\n", c.model_path);
   } else if (write_matrix(&o, &acc, NULL) == 0) {
@@ -377,6 +452,7 @@ int mkc_cmd_imatrix(int argc, char **argv) {
     rc = mkc_interrupted ? 130 : 0;
   }
 done:
+  ppl_close(&ppl);
   mkc_imatrix_acc_free(&acc);
   for (size_t i = 0; i < o.n_datasets; i++) free((char *)o.datasets[i]);
   free(o.datasets);

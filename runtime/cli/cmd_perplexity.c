@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "choice_score.h"
+#include "chunk_score.h"
 #include "cli.h"
 #include "commands.h"
 #include "interrupt.h"
@@ -136,8 +137,10 @@ typedef struct scorer {
   mkc_kld kld;
 } scorer;
 
-/* One scored position: the logits before the text's token tok. 0, or -1 after a message. */
-static int score_row(scorer *sc, const float *logits, int tok) {
+/* One scored position (mkc_chunk_row_fn): the logits before the text's token tok. 0, or -1
+ * after a message. */
+static int score_row(void *ctx, const float *logits, int tok) {
+  scorer *sc = ctx;
   if (sc->base) {
     if (fread(sc->row, sizeof *sc->row, sc->row_len, sc->base) != sc->row_len)
       return mkc_error_in(sc->path, "chunk %d's log-probabilities cut short (changed while read?)",
@@ -154,37 +157,6 @@ static int score_row(scorer *sc, const float *logits, int tok) {
     v = mkc_token_nll(logits, sc->vocab, tok);
   }
   sc->nll += v, sc->nll2 += v * v;
-  return 0;
-}
-
-/* One chunk, toks[0..n) (its first already BOS where it should be), from an empty cache: each
- * token after position `first` scored (score_row) by the logits before it. 0, or -1 after a
- * message. */
-static int score_chunk(mkc_session *s, const mkc_graph *g, const int *toks, int n, int first,
-                       scorer *sc) {
-  mkc_session_reset(s);
-  int pos = 0;
-  mkc_step_result r;
-  while (pos < n - 1) { /* the last token's logits score nothing */
-    /* the first half as prompt chunks (no logits wanted), then steps whose every input's are */
-    int k = pos < first ? mkc_session_prompt_inputs(s, first - pos) : n - 1 - pos;
-    if (pos >= first && k > g->t_max) k = g->t_max;
-    if (mkc_session_step(s, toks + pos, k, k - 1, &r) != 0) return -1;
-    if (r.status != MKC_STATUS_OK) {
-      fprintf(stderr, "mkc: error: perplexity: the step at position %d was refused (status %d)\n",
-              pos, r.status);
-      return -1;
-    }
-    for (int t = 0; pos >= first && t < k; t++) {
-      const float *logits = mkc_session_logits(s, t);
-      if (!logits) {
-        fprintf(stderr, "mkc: error: perplexity: no logits at position %d\n", pos + t);
-        return -1;
-      }
-      if (score_row(sc, logits, toks[pos + t + 1]) != 0) return -1;
-    }
-    pos += k;
-  }
   return 0;
 }
 
@@ -212,11 +184,7 @@ static void print_final(scorer *sc, long count) {
     mkc_kld_print_report(&sc->kld, stdout);
     return;
   }
-  double mean = sc->nll / count, var = sc->nll2 / count - mean * mean, ppl = exp(mean);
-  if (var > 0 && count > 1)
-    printf("\nFinal estimate: PPL = %.4f +/- %.5f\n", ppl, sqrt(var / (count - 1)) * ppl);
-  else
-    printf("\nFinal estimate: PPL = %.4f (no spread to estimate an error from)\n", ppl);
+  mkc_ppl_print_final(stdout, sc->nll, sc->nll2, count);
 }
 
 int mkc_cmd_perplexity(int argc, char **argv) {
@@ -324,7 +292,8 @@ int mkc_cmd_perplexity(int argc, char **argv) {
      * after they are read) */
     if (bos >= 0 && !stride) chunk[0] = bos;
     sc.chunk = i + 1;
-    int failed = score_chunk(m.s, &m.g, chunk, n_ctx, first, &sc) != 0;
+    int failed = mkc_chunk_score(m.s, m.g.t_max, chunk, n_ctx, n_ctx - 1, first, "perplexity",
+                                 score_row, &sc) != 0;
     chunk[0] = was;
     if (failed) goto done;
     count += rows;

@@ -70,10 +70,15 @@ if [[ $parts == *suite* ]]; then
     -o "$tmp/moe.gguf" >/dev/null 2>&1
   for m in im:imatrix_llamacpp moe:imatrix_moe_llamacpp; do
     if "$mkc" imatrix -m "$tmp/${m%%:*}.gguf" -f tests/data/imatrix_text.txt -c 64 --chunks 4 --kv-dtype f32 \
-      --backend cuda -o "$tmp/im-cuda.gguf" >/dev/null 2>"$tmp/im.err"; then
+      --backend cuda -o "$tmp/im-cuda.gguf" >"$tmp/im.out" 2>"$tmp/im.err"; then
       got=$(python3 tests/imatrix_compare.py "$tmp/im-cuda.gguf" "tests/data/${m#*:}.gguf")
       [[ $got == ok* ]] && ok "imatrix on cuda, ${m%%:*}: llama-imatrix's matrix: $got" \
         || fail "imatrix on cuda, ${m%%:*}" "$got"
+      if [ "${m%%:*}" = im ]; then # and the perplexity estimates it printed
+        got=$(python3 tests/ppl_compare.py "$tmp/im.out" tests/data/imatrix_ppl_llamacpp.txt)
+        [[ $got == ok* ]] && ok "imatrix on cuda, im: llama-imatrix's estimates within 1e-4: ${got%% \[*}" \
+          || fail "imatrix on cuda, im: the estimates" "$got"
+      fi
     else
       fail "imatrix on cuda, ${m%%:*}" "$(tail -n 3 "$tmp/im.err")"
     fi
