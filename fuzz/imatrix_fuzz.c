@@ -4,12 +4,14 @@
  * values that are finite means of squares (>= 0), and the file's own sums and counts (finite, >=
  * 0, the counts a whole share of the sums), and its datasets named.
  * Seeds in fuzz/corpus/imatrix: llama-imatrix's two files for blocks-tiny, its GGUF of moe-tiny's
- * experts, and cut ones. */
+ * experts, and cut ones. A parsed matrix's --show-statistics report (cli/imatrix_stats.h) is
+ * written, or refused with a message, without a crash. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/imatrix_stats.h"
 #include "formats/imatrix.h"
 
 static void check(int ok) {
@@ -35,6 +37,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     check(im.chunk_size >= 0 && (im.n_datasets == 0) == (im.datasets == NULL));
     for (size_t i = 0; i < im.n_datasets; i++) check(im.datasets[i] != NULL);
+    FILE *null = fopen("/dev/null", "w");
+    if (null) {
+      int rc = mkc_imatrix_show_statistics(&im, "fuzz", 512, null);
+      check(rc == 0 || rc == -1);
+      fclose(null);
+    }
     mkc_imatrix_free(&im);
   } else
     check(im.n == 0 && !im.entries && !im.dataset && !im.datasets);

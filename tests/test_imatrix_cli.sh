@@ -7,7 +7,8 @@
 # kernel on the cpu backend (its matmul stages sum their inputs' squares), in prompt chunks (tiled)
 # and in steps of one input, and from the reference executor (--backend ref); its .dat; the
 # thread count's and --process-output's effects; the kernel against the reference on SmolLM2; the
-# matrix read back by mkc quantize; refusals. The perplexity estimates it prints on the way
+# matrix read back by mkc quantize; --show-statistics against llama-imatrix's report; refusals.
+# The perplexity estimates it prints on the way
 # (llama-imatrix's): mkc perplexity's lines for the same chunks, and within 1e-4 of
 # tests/data/imatrix_ppl_llamacpp.txt, what llama-imatrix printed making the fixture.
 source "$(dirname "$0")/lib.sh"
@@ -163,6 +164,26 @@ for f in gguf dat; do
     && grep -q "^mkc: imatrix: 14 matrices of 2 files written to $tmp/comb.$f$" "$tmp/err" \
     && ok "--in-file twice, no -f ($f): llama-imatrix's combination, byte for byte" \
     || fail "--in-file ($f)" "$(cat "$tmp/err")"
+done
+# --show-statistics: llama-imatrix's report on three of its files (tests/data/imatrix_stats_llamacpp.txt),
+# byte for byte: a GGUF, moe-tiny's (an expert never chosen in layer 0: its columns left out) and
+# a .dat; and on mkc's own matrix
+for f in imatrix_llamacpp.gguf imatrix_moe_llamacpp.gguf imatrix_blocks_tiny.dat; do
+  "$mkc" imatrix --show-statistics --in-file tests/data/$f 2>>"$tmp/err"
+done >"$tmp/stats"
+cmp -s "$tmp/stats" tests/data/imatrix_stats_llamacpp.txt \
+  && ok "--show-statistics: llama-imatrix's three reports, byte for byte" \
+  || fail "--show-statistics against llama-imatrix's" "$(diff "$tmp/stats" tests/data/imatrix_stats_llamacpp.txt | head -n 8)"
+"$mkc" imatrix --show-statistics --in-file "$tmp/im.gguf" -m "$tmp/m.gguf" >"$tmp/stats" 2>"$tmp/err"
+grep -q "^Computing statistics for $tmp/im.gguf (14 tensors)$" "$tmp/stats" \
+  && grep -q "^mkc: imatrix: --show-statistics: $tmp/m.gguf is not read$" "$tmp/err" \
+  && [ "$(grep -c '^    [01]	' "$tmp/stats")" -eq 16 ] \
+  && ok "--show-statistics on mkc's matrix: 14 matrices and 2 layers; -m is not read" \
+  || fail "--show-statistics on mkc's matrix" "$(cat "$tmp/err" "$tmp/stats")"
+for flags in "" "--in-file $tmp/im.gguf --in-file $tmp/im1.gguf" "--in-file $tmp/im.gguf -f $text"; do
+  expect_error "--show-statistics ${flags:-alone}" \
+    "mkc: error: imatrix: --show-statistics reports on one matrix, given by --in-file, and reads no text (no -f)" \
+    -- imatrix --show-statistics $flags
 done
 # A run in two halves: --chunks 2, then --chunk 2 (the next two) with the first's matrix in: the
 # four chunks' run (the same counts and chunk count, the sums within float rounding); a copy every

@@ -9,7 +9,9 @@
 # does (interleaved; blocks-tiny's is NeoX), over imatrix_text.txt, which test_imatrix_cli.sh
 # checks `mkc imatrix` against, and tests/data/imatrix_phi3_llamacpp.gguf of that model with NeoX
 # RoPE written as a phi3 file (fused attn_qkv and ffn_up), tests/data/imatrix_moe_llamacpp.gguf
-# of moe-tiny (experts), and tests/data/imatrix_combined_llamacpp.gguf and .dat (--in-file). Its matrices are F32 (with BF16 ones llama.cpp's CPU rounds the
+# of moe-tiny (experts), and tests/data/imatrix_combined_llamacpp.gguf and .dat (--in-file), with
+# what llama-imatrix printed: tests/data/imatrix_ppl_llamacpp.txt (the im-tiny run's perplexity
+# estimates) and tests/data/imatrix_stats_llamacpp.txt (its --show-statistics reports). Its matrices are F32 (with BF16 ones llama.cpp's CPU rounds the
 # activations to BF16), its cache F32 and its flash attention off (on, the CPU's softmax leaves
 # 1e-3 of difference in the sums; off, 1.3e-6). llama.cpp is the one llama-cpp-python 0.3.36 vendors, built here on
 # the CPU by tools/gemma_llamacpp_fixture.sh (WORK: that folder, to reuse the build):
@@ -63,3 +65,15 @@ build/mkc init --preset moe-tiny --seed 2 --type f32 --vocab tests/data/standin_
 python3 tools/gguf_add_vocab.py "$work/moe.gguf" "$work/moe-vocab.gguf"
 "$l/build/bin/llama-imatrix" -m "$work/moe-vocab.gguf" -f tests/data/imatrix_text.txt -c 64 \
   --chunks 4 -t 2 -ctk f32 -ctv f32 -fa off -o tests/data/imatrix_moe_llamacpp.gguf >&2
+# llama-imatrix's --show-statistics report on three of those, its log's prefixes cut, to
+# tests/data/imatrix_stats_llamacpp.txt (its logger thread can lose the last lines at exit: each
+# report is taken when two runs in a row print the same)
+report() {
+  "$l/build/bin/llama-imatrix" -m "$work/imt-vocab.gguf" --in-file "tests/data/$1" --show-statistics 2>&1 >/dev/null |
+    sed -E 's/^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+ I //' | sed -n '/^Computing statistics/,$p'
+}
+for f in imatrix_llamacpp.gguf imatrix_moe_llamacpp.gguf imatrix_blocks_tiny.dat; do
+  a=$(report $f) b=$(report $f)
+  until [ "$a" = "$b" ]; do a=$b b=$(report $f); done
+  printf '\n%s\n\n' "$a"
+done >tests/data/imatrix_stats_llamacpp.txt

@@ -174,6 +174,7 @@ static const struct {
     {"--kl-divergence", offsetof(mkc_cli, kl_divergence)},
     {"--process-output", offsetof(mkc_cli, process_output)},
     {"--no-ppl", offsetof(mkc_cli, no_ppl)},
+    {"--show-statistics", offsetof(mkc_cli, show_statistics)},
     {"--hellaswag", offsetof(mkc_cli, hellaswag)},
     {"--winogrande", offsetof(mkc_cli, winogrande)},
     {"--multiple-choice", offsetof(mkc_cli, multiple_choice)},

@@ -115,6 +115,7 @@ typedef struct mkc_cli {
   int kl_divergence;         /* perplexity --kl-divergence: compare with kl_base's */
   int process_output;        /* imatrix --process-output: output.weight's inputs too */
   int no_ppl;                /* imatrix --no-ppl: no perplexity estimate, prompt steps only */
+  int show_statistics;       /* imatrix --show-statistics: the --in-file matrix's report */
   const char *output_format; /* imatrix --output-format gguf|dat */
   int ppl_stride;            /* perplexity --ppl-stride S: windows S apart, their last S scored */
   int ppl_output_type;       /* perplexity --ppl-output-type 1: a line a chunk */

@@ -105,6 +105,8 @@ static int gguf_entry(const mkc_gguf *f, const mkc_gguf_tensor *sums, const char
   if (!counts) return mkc_error_in(what, "%s has no %s", sums->name, counts_name);
   if (sums->type != MKC_GGML_F32 || counts->type != MKC_GGML_F32)
     return mkc_error_in(what, "%s and %s must be F32", sums->name, counts->name);
+  if (!sums->n_elems) /* a matrix of no columns */
+    return mkc_error_in(what, "%s holds no sums", sums->name);
   if (!counts->n_elems || sums->n_elems % counts->n_elems)
     return mkc_error_in(what, "%s: %llu counts do not divide %llu sums", sums->name,
                         (unsigned long long)counts->n_elems, (unsigned long long)sums->n_elems);
