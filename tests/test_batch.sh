@@ -78,6 +78,25 @@ check_batch "--draft-layers 1 --draft-p-min 0.15: 7 lines on 4 slots" 4 3 -n 16 
 some=$(drafted)
 [ -n "$all" ] && [ -n "$some" ] && [ "$some" -gt 0 ] && [ "$some" -lt "$all" ] \
   && ok "... fewer drafted ($some, against $all with no floor)" || fail "--draft-p-min on the slots" "$all, then $some"
+# --draft-adaptive: each slot's depth follows its own acceptance (exec/depth.h: from 1, +1 when
+# more than 80 % of a window of 8 drafts were kept, -1 below 40 %), the lines the same. Drafts of
+# the target's own weights are all kept: the depth climbs to --draft-max; prompt lookup's are
+# kept on the repeating lines and not on the others: some slots' depths fall to 0 while others
+# climb, and fewer are drafted than at a fixed depth
+depth() { sed -n 's/^mkc: run --batch: adaptive depth \([0-9]*\.\.[0-9]*\) (each slot its own)$/\1/p' "$tmp/batch_err"; }
+check_batch "--draft-adaptive -md (the target's own weights): 7 lines on 3 slots, up to 5 drafts" 3 5 \
+  -n 60 -md "$tmp/draft.gguf" --draft-adaptive
+[ "$(depth)" = 1..5 ] && grep -Eq 'drafted ([1-9][0-9]*), accepted \1;' "$tmp/batch_err" \
+  && ok "... every draft kept: the depth went from 1 to 5 ($(grep -o 'drafted [0-9]*, accepted [0-9]*' "$tmp/batch_err"))" \
+  || fail "--draft-adaptive: the depth climbs" "$(tail -n 3 "$tmp/batch_err")"
+check_batch "prompt lookup, 5 drafts: 7 lines on 3 slots" 3 5 -n 60
+fixed=$(drafted)
+check_batch "prompt lookup, --draft-adaptive up to 5: 7 lines on 3 slots" 3 5 -n 60 --draft-adaptive
+adaptive=$(drafted)
+d=$(depth)
+[ "${d%..*}" = 0 ] && [ "${d#*..}" -gt 1 ] && [ -n "$fixed" ] && [ "$adaptive" -lt "$fixed" ] \
+  && ok "... depths $d: some fell to 0, some climbed; $adaptive drafted against $fixed at 5" \
+  || fail "--draft-adaptive: the depth falls" "depth $(depth), drafted $adaptive against $fixed" "$(tail -n 3 "$tmp/batch_err")"
 # sliding windows on pages: a window layer's positions on the slot's pages, its window read
 preset=swa-tiny
 check_batch "swa-tiny, --draft-layers 1: rings rewound past 3 windows" 3 2 -n 56 --draft-layers 1
@@ -129,7 +148,7 @@ long=$(held)
   || fail "the bytes held grow with the tokens" "$short KiB, then $long KiB" "$(tail -n 1 "$tmp/batch_err")"
 pages=()
 expect_error "run --batch --draft-head: refused" \
-  "mkc: error: run --batch takes none of --chat, -sys, --chat-template, --reasoning-effort, --reasoning-budget, --json, --rounds, --kernel, --draft-adaptive, --draft-min, --draft-head (drafts: prompt lookup, -md or --draft-layers with --draft-p-min, --draft-max per slot)" -- \
+  "mkc: error: run --batch takes none of --chat, -sys, --chat-template, --reasoning-effort, --reasoning-budget, --json, --rounds, --kernel, --draft-min, --draft-head (drafts: prompt lookup, -md or --draft-layers with --draft-p-min, --draft-max per slot, --draft-adaptive)" -- \
   run --preset tiny --random-weights 1 --batch "$tmp/ids.txt" --draft-max 2 --draft-head
 expect_error "run --batch -md without --draft-max" \
   "mkc: error: run --batch: -md drafts K tokens a step: give --draft-max K (1..31)" -- \

@@ -305,10 +305,10 @@ for mode in plain parallel; do
 done
 
 # --parallel with a draft model (exec/draft_slots.c: a slot kernel of the draft's own, as many
-# slots) and llama-server's --draft-p-min: two requests at once give run's tokens; the draft is
-# the target's own weights
+# slots), llama-server's --draft-p-min and --draft-adaptive (each slot's depth its own): two
+# requests at once give run's tokens; the draft is the target's own weights
 "$mkc" init --preset tiny --seed 5 -o "$tmp/draft.gguf" >/dev/null 2>&1
-if start md "${args[@]}" --parallel 2 -md "$tmp/draft.gguf" --draft-p-min 0.12; then
+if start md "${args[@]}" --parallel 2 -md "$tmp/draft.gguf" --draft-p-min 0.12 --draft-adaptive; then
   python3 "$client" "$port" POST /v1/completions '{"prompt": [7, 7, 7, 7], "max_tokens": 12}' \
     >"$tmp/beside" 2>&1 &
   beside=$!
@@ -321,7 +321,7 @@ if start md "${args[@]}" --parallel 2 -md "$tmp/draft.gguf" --draft-p-min 0.12; 
   want2=$("$mkc" run "${args[@]}" -n 12 --prompt-ids 7,7,7,7 2>/dev/null)
   [ "$status" = 200 ] && [ -n "$got" ] && [ "$got" = "$(echo $want | tr ' ' ',')" ] &&
     [ "$got2" = "$(echo $want2 | tr ' ' ',')" ] &&
-    ok "--parallel -md --draft-p-min: two requests together, each run's 12 tokens ($got)" ||
+    ok "--parallel -md --draft-p-min --draft-adaptive: two requests together, each run's 12 tokens ($got)" ||
     fail "--parallel -md" "got $got / $got2" "want $want / $want2" "$(head -c 300 "$tmp/ans")"
   stop md
 fi

@@ -185,7 +185,9 @@ static const char USAGE[] =
     "                         -n per line (default: until the end with -m, else 16);\n"
     "                         the stats give the aggregate tokens/s and the KV bytes\n"
     "                         held; drafts by prompt lookup, or -md / --draft-layers\n"
-    "                         on a slot kernel of their own; with --format, each\n"
+    "                         on a slot kernel of their own (--draft-adaptive: each\n"
+    "                         slot's depth by its own acceptance, no timing gate);\n"
+    "                         with --format, each\n"
     "                         line's answer is JSON; with\n"
     "                         -r, each line ends at its reverse prompt; with\n"
     "                         --logprobs, each line's tokens' on stderr after a line\n"
@@ -317,14 +319,13 @@ static int check_batch_flags(mkc_cli *c) {
   if (c->context_shift && (!c->have_n || c->n_gen < 0))
     return mkc_cli_usage_error("%s", "run --batch --context-shift: give -n N, each line's "
                                      "token budget (a shifted answer has no other end)");
-  if (c->chat || c->json || c->rounds || c->kernel_dir || c->draft_adaptive || c->draft_min ||
-      c->draft_head)
+  if (c->chat || c->json || c->rounds || c->kernel_dir || c->draft_min || c->draft_head)
     return mkc_cli_usage_error(
         "%s", "run --batch takes none of --chat, -sys, --chat-template, --reasoning-effort, "
               "--reasoning-budget, --json, "
-              "--rounds, --kernel, --draft-adaptive, --draft-min, --draft-head "
+              "--rounds, --kernel, --draft-min, --draft-head "
               "(drafts: prompt lookup, -md or --draft-layers with --draft-p-min, --draft-max "
-              "per slot)");
+              "per slot, --draft-adaptive)");
   if (mkc_json_format_on(c) && !c->model_path)
     return mkc_cli_usage_error("run --batch: %s needs the model's tokenizer: -m, and text on the "
                                "file's lines",

@@ -129,7 +129,9 @@ static const char USAGE[] =
     "                         (2..64; default: one at a time on the plain\n"
     "                         kernel); more wait in line. Drafts by prompt lookup,\n"
     "                         or -md / --draft-layers on a slot kernel of their own\n"
-    "                         (--draft-max K each, --draft-p-min P); --kv-pages N\n"
+    "                         (--draft-max K each, --draft-p-min P; with\n"
+    "                         --draft-adaptive each slot's depth its own, by its\n"
+    "                         acceptance alone); --kv-pages N\n"
     "                         sizes the shared KV pool. Embedding requests take\n"
     "                         slots too\n"
     "  -n, --n-predict N      a request's token limit when it gives no max_tokens\n"
@@ -687,10 +689,7 @@ static int read_keys(const mkc_cli *c, mkc_server *sv) {
 /* --parallel N: the slot kernel's flags, and what it cannot do. */
 static int parallel_flags(mkc_cli *c) {
   if (!c->slots) return 0;
-  const char *no = c->rounds > 1       ? "--rounds"
-                   : c->draft_adaptive ? "--draft-adaptive"
-                   : c->draft_head     ? "--draft-head"
-                                       : NULL;
+  const char *no = c->rounds > 1 ? "--rounds" : c->draft_head ? "--draft-head" : NULL;
   if (no)
     return mkc_cli_usage_error_in("serve",
                                   "serve: --parallel drafts by prompt lookup, -md or "
@@ -708,7 +707,10 @@ static int start(mkc_cli *c, mkc_server *sv, mkc_draft_source *ds) {
     sv->drafter = ds->drafter;
     return 0;
   }
-  mkc_batch_opts o = {.drafts = c->draft_max, .stops = sv->eog, .n_stops = sv->n_eog};
+  mkc_batch_opts o = {.drafts = c->draft_max,
+                      .adaptive = c->draft_adaptive,
+                      .stops = sv->eog,
+                      .n_stops = sv->n_eog};
   if (mkc_loaded_weights(c, m) != 0 ||
       !(sv->slots = mkc_slots_open(mkc_loaded_backend(c), &m->g, &m->src, &m->w, c->blocks)) ||
       mkc_draft_source_start_slots(c, m, ds, mkc_loaded_backend(c)) != 0)

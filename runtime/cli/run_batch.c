@@ -204,7 +204,11 @@ int mkc_run_batch(const mkc_cli *cli, const mkc_sampling *opt, unsigned long lon
     if (mkc_json_format_start(seqs[i].constraint, &rules, c.ignore_eos ? NULL : tok, s) != 0)
       goto done;
   }
-  mkc_batch_opts o = {.drafts = k, .stops = stops, .n_stops = n_stops, .drafter = ds.pool};
+  mkc_batch_opts o = {.drafts = k,
+                      .adaptive = c.draft_adaptive,
+                      .stops = stops,
+                      .n_stops = n_stops,
+                      .drafter = ds.pool};
   if (c.stages && !(stage_ns = calloc((size_t)m.g.n_stages + 1, sizeof *stage_ns))) {
     fprintf(stderr, "mkc: error: run --batch --stages: out of memory\n");
     goto done;
@@ -248,6 +252,9 @@ int mkc_run_batch(const mkc_cli *cli, const mkc_sampling *opt, unsigned long lon
           opt->temp > 0 ? "sampled" : "greedy", more, st.shared, st.kv_peak / mib,
           mkc_slots_kv_total(p) / mib, m.g.kv_pages, MKC_KV_PAGE,
           mkc_slots_kv_total(p) / mib / m.g.kv_pages * m.g.slot_pages * slots);
+  if (c.draft_adaptive && st.depth_hi >= st.depth_lo)
+    fprintf(stderr, "mkc: run --batch: adaptive depth %d..%d (each slot its own)\n", st.depth_lo,
+            st.depth_hi);
   if (ds.pool)
     fprintf(stderr, "mkc: run --batch: drafts from %s: %ld steps of its own slot kernel\n",
             mkc_slot_drafter_name(ds.pool), mkc_slot_drafter_steps(ds.pool));

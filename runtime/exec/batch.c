@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "exec/decode.h"
+#include "exec/depth.h"
 #include "exec/draft.h"
 #include "util/clock.h"
 
@@ -20,6 +21,8 @@ typedef struct busy {
   int n_hist;
   int in[MKC_CHUNK_CAP], n_in, n_fixed; /* this step's inputs */
   int drafted[MKC_T_CAP], n_drafted;    /* the draft pool's for this step */
+  mkc_depth depth;                      /* with o.adaptive: its own depth */
+  int k;                                /* the drafts it may take this step */
 } busy;
 
 struct mkc_sched {
@@ -73,6 +76,7 @@ static int start(mkc_sched *sc, busy *b, int slot, mkc_batch_seq *q, long number
   }
   memcpy(b->hist, q->prompt, (size_t)q->n_prompt * sizeof *b->hist);
   b->n_hist = q->n_prompt;
+  mkc_depth_init(&b->depth, 0, sc->o.drafts);
   b->q = q;
   b->feed = q->prompt;
   b->n_feed = q->n_prompt;
@@ -150,7 +154,7 @@ static int draft_all(mkc_sched *sc) {
     if (!b->q || b->fed < b->n_feed) continue;
     req[s].hist = b->hist;
     req[s].n = b->n_hist;
-    req[s].want = draft_room(sc->p, s, b->q, sc->share, sc->o.drafts, ctx_of(sc, b->q));
+    req[s].want = draft_room(sc->p, s, b->q, sc->share, b->k, ctx_of(sc, b->q));
   }
   if (mkc_slot_drafter_propose(sc->o.drafter, req, sc->slots) != 0) return -1;
   for (int s = 0; s < sc->slots; s++) {
@@ -229,6 +233,7 @@ static int take(mkc_sched *sc, int s, busy *b) {
       return 0;
     }
   } else {
+    if (sc->o.adaptive) mkc_depth_update(&b->depth, b->n_in - 1, r.n_accepted);
     st->drafted += b->n_in - 1;
     st->accepted += r.n_accepted;
     q->drafted += b->n_in - 1;
@@ -288,6 +293,9 @@ mkc_sched *mkc_sched_open(mkc_slots *p, const mkc_batch_opts *o) {
   sc->p = p;
   sc->o = *o;
   sc->slots = slots;
+  /* the depths used: the option's, or (adaptive) widened as the slots choose theirs */
+  sc->st.depth_lo = o->drafts;
+  sc->st.depth_hi = o->adaptive ? 0 : o->drafts;
   sc->paged = g->kv_pages > 0;
   /* a slot's share of a step's rows when every slot is busy: at most t_max */
   sc->share = g->step_rows / slots > g->t_max ? g->t_max : g->step_rows / slots;
@@ -389,12 +397,22 @@ int mkc_sched_step(mkc_sched *sc) {
   int solo = -1;
   for (int s = 0; s < slots && solo < 0; s++)
     if (bs[s].q && bs[s].n_feed - bs[s].fed > sc->share) solo = s;
+  /* each decoding slot's depth this step: the option's, or its own (adaptive) */
+  for (int s = 0; s < slots; s++) {
+    busy *b = &bs[s];
+    b->k = sc->o.drafts;
+    if (sc->o.adaptive && b->q && solo < 0 && b->fed >= b->n_feed) {
+      b->k = mkc_depth_next(&b->depth);
+      if (b->k < st->depth_lo) st->depth_lo = b->k;
+      if (b->k > st->depth_hi) st->depth_hi = b->k;
+    }
+  }
   if (sc->o.drafter && solo < 0 && draft_all(sc) != 0) return -1;
   for (int s = 0; s < slots; s++) {
     busy *b = &bs[s];
     int take_part = b->q && (solo < 0 || s == solo);
     if (take_part)
-      plan_inputs(p, s, b, b->q, solo >= 0 ? g->t_chunk : sc->share, solo >= 0, sc->o.drafts,
+      plan_inputs(p, s, b, b->q, solo >= 0 ? g->t_chunk : sc->share, solo >= 0, b->k,
                   ctx_of(sc, b->q), sc->o.drafter != NULL);
     if (mkc_slots_set_inputs(p, s, b->in, take_part ? b->n_in : 0, b->n_fixed) != 0) return -1;
   }
