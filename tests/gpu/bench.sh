@@ -110,8 +110,10 @@ for run in "${BENCH_RUNS[@]:8}"; do [ "$(left)" -gt 30 ] && bench "$run"; done
 if [ "$(left)" -gt 30 ]; then
   make_model smollm2-q41-vocab $models >>"$out/models.log" 2>&1
   imatrix_text "$out/im.txt"
-  say "-- mkc imatrix: SmolLM2-135M shapes, Q4_1: ${IMATRIX_ARGS[*]}"
-  timeout "$(limit 60)" build/mkc imatrix -m $models/smollm2-q41-vocab.gguf -f "$out/im.txt" \
-    "${IMATRIX_ARGS[@]}" -o "$out/im.gguf" 2>&1 | grep -E 'error|chunks of|16 of 16|written' | tee -a "$log"
+  for ppl in "" --no-ppl; do # with the perplexity estimates (steps of 5 for them), and without
+    say "-- mkc imatrix: SmolLM2-135M shapes, Q4_1: ${IMATRIX_ARGS[*]} $ppl"
+    timeout "$(limit 60)" build/mkc imatrix -m $models/smollm2-q41-vocab.gguf -f "$out/im.txt" \
+      "${IMATRIX_ARGS[@]}" $ppl -o "$out/im.gguf" 2>&1 | grep -E 'error|chunks of|16 of 16|written|Final' | tee -a "$log"
+  done
 fi
 say "== done $(date -u +%FT%TZ), $(($(date +%s) - t_start)) s"

@@ -111,8 +111,10 @@ for entry in "${SLOT_RUNS[@]}"; do # the slot kernels bench.sh runs (B = 1: l1b'
 done
 make_model smollm2-q41-vocab $models >>build/gpu-prime/log/models.log 2>&1 || { echo "make_model failed"; exit 1; }
 imatrix_text build/gpu-prime/im.txt
-until_cached "preset" build/mkc imatrix -m $models/smollm2-q41-vocab.gguf -f build/gpu-prime/im.txt \
-  "${IMATRIX_ARGS[@]}" -o build/gpu-prime/im.gguf
+for ppl in "" --no-ppl; do # bench.sh's two kernels: T <= 5 for the estimates, T = 1 without
+  until_cached "preset" build/mkc imatrix -m $models/smollm2-q41-vocab.gguf -f build/gpu-prime/im.txt \
+    "${IMATRIX_ARGS[@]}" $ppl -o build/gpu-prime/im.gguf
+done
 echo "fake imatrix: $(ls "$fake/cuda" | wc -l) kernels so far"
 echo "fake runs: $(ls "$fake/cuda" | wc -l) kernels"
 

@@ -206,7 +206,8 @@ make_model() { # NAME DIR: a model file BENCH_RUNS reads (seeded random weights)
   esac
 }
 
-# mkc imatrix as bench.sh times it (prime.sh compiles its kernel ahead): SmolLM2-135M's shapes in
+# mkc imatrix as bench.sh times it, with --no-ppl and without (prime.sh compiles both kernels
+# ahead): SmolLM2-135M's shapes in
 # Q4_1 with the stand-in vocabulary, over imatrix_text.txt 40 times (about 24k tokens)
 imatrix_text() { for _ in $(seq 40); do cat tests/data/imatrix_text.txt; done >"$1"; }
 IMATRIX_ARGS=(-c 512 --chunks 16 --backend cuda)
