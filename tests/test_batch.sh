@@ -148,7 +148,7 @@ long=$(held)
   || fail "the bytes held grow with the tokens" "$short KiB, then $long KiB" "$(tail -n 1 "$tmp/batch_err")"
 pages=()
 expect_error "run --batch --draft-head: refused" \
-  "mkc: error: run --batch takes none of --chat, -sys, --chat-template, --reasoning-effort, --reasoning-budget, --json, --rounds, --kernel, --draft-min, --draft-head (drafts: prompt lookup, -md or --draft-layers with --draft-p-min, --draft-max per slot, --draft-adaptive)" -- \
+  "mkc: error: run --batch takes none of --chat, -sys, --chat-template, --reasoning-effort, --reasoning-budget, --json, --rounds, --kernel, --draft-head (drafts: prompt lookup, -md or --draft-layers with --draft-p-min, --draft-max per slot, --draft-adaptive and --draft-min)" -- \
   run --preset tiny --random-weights 1 --batch "$tmp/ids.txt" --draft-max 2 --draft-head
 expect_error "run --batch -md without --draft-max" \
   "mkc: error: run --batch: -md drafts K tokens a step: give --draft-max K (1..31)" -- \

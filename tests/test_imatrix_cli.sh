@@ -21,7 +21,7 @@ if "$mkc" imatrix "${args[@]}" --backend cpu -o "$tmp/im.gguf" >"$tmp/out" 2>"$t
   got=$(python3 tests/imatrix_compare.py "$tmp/im.gguf" tests/data/imatrix_llamacpp.gguf)
   [[ $got == ok* ]] && ok "the kernel, prompt chunks of 64: llama-imatrix's matrix: $got" \
     || fail "the kernel against llama-imatrix" "$got"
-  grep -q '^mkc: imatrix: 4 chunks of 64, on the cpu backend, 64 a step; the last 31 of each scored, 5 a step$' "$tmp/err" \
+  grep -q '^mkc: imatrix: 4 chunks of 64, on the cpu backend, 32 a step to position 32, then 5 a step (the last 31 of each scored)$' "$tmp/err" \
     && grep -q '^mkc: imatrix: 4 of 4 chunks' "$tmp/err" && grep -q '^mkc: imatrix: 14 matrices over 256 tokens written to' "$tmp/err" \
     && ok "the backend, progress a chunk, and what was written" || fail "progress" "$(cat "$tmp/err")"
   # the estimates: perplexity's (each chunk's second half, its last token's logits unused), and
@@ -204,17 +204,19 @@ cmp -s "$tmp/often.gguf.at_2" "$tmp/half.gguf" && cmp -s "$tmp/often.gguf.at_4" 
   || fail "--save-frequency" "$(cat "$tmp/err")" "$(ls "$tmp" | grep often)"
 # Ctrl-C (at MKC_TEST_PAUSE_AFTER_CHUNK: after the first chunk): the run ends there, 130, with
 # the one chunk's matrix written, the --chunks 1 run's byte for byte
-"$mkc" imatrix "${args[@]}" --backend cpu --chunks 1 -o "$tmp/one.gguf" >/dev/null 2>&1
+"$mkc" imatrix "${args[@]}" --backend cpu --chunks 1 -o "$tmp/one.gguf" >"$tmp/one.out" 2>/dev/null
 rm -f "$tmp/pause" && mkfifo "$tmp/pause"
 MKC_TEST_PAUSE_AFTER_CHUNK=$tmp/pause "$mkc" imatrix "${args[@]}" --backend cpu -o "$tmp/int.gguf" \
-  >/dev/null 2>"$tmp/err" &
+  >"$tmp/int.out" 2>"$tmp/err" &
 pid=$!
 timeout 60 bash -c 'exec 3>"$1"; kill -INT "$2"; exec 3>&-' - "$tmp/pause" "$pid" || kill "$pid"
 wait "$pid"
 rc=$?
 [ "$rc" = 130 ] && cmp -s "$tmp/int.gguf" "$tmp/one.gguf" \
   && grep -q "^mkc: imatrix: interrupted: 1 chunks written to $tmp/int.gguf$" "$tmp/err" \
-  && ok "Ctrl-C after a chunk: exit 130, that chunk's matrix written" \
+  && cmp -s "$tmp/int.out" "$tmp/one.out" && grep -q '^Final estimate' "$tmp/int.out" \
+  && grep -q "^mkc: imatrix: the estimate is of the first 1 chunks$" "$tmp/err" \
+  && ok "Ctrl-C after a chunk: exit 130, that chunk's matrix written, its estimate printed" \
   || fail "Ctrl-C" "exit $rc" "$(tail -n 3 "$tmp/err")"
 expect_error "another model's matrix in" \
   "mkc: error: imatrix: blk.0.attn_k.weight: 64 sums here, 256 in the file: another model's" \

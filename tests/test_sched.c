@@ -11,7 +11,9 @@
  * paged, are the plain session's (exec/embed.h, itself checked against the
  * reference in test_embed.c): every input's hidden state read, none shared.
  * Drafts from a draft pool (-md on the slots) are lossless too, and a pool on
- * the target's own weights has every draft accepted. */
+ * the target's own weights has every draft accepted. With --draft-adaptive
+ * each slot's depth follows its own acceptance alone: a sequence drafts and
+ * has accepted in a full pool exactly what it does alone in it. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -392,6 +394,49 @@ static void draft_pool(kernel *plain, kernel *slotted, mkc_slots *p) {
   }
 }
 
+/* --draft-adaptive on the slots (mkc_batch_opts.adaptive): each slot's depth follows its own
+ * acceptance, and prompt lookup's drafts depend only on a sequence's own history and depth, so
+ * each sequence drafts, and has accepted, in a pool of every slot busy what it does alone in the
+ * same pool (whose share of rows a slot gets is the same). Repeating prompts, whose lookups are
+ * mostly kept, beside others; more sequences than slots, so later ones take slots another left,
+ * where the depth starts anew. */
+static void adaptive_alone(mkc_slots *p) {
+  enum { N = SLOTS + 3, GEN = 40 };
+  static int prompts[N][12], want[N][GEN];
+  long want_drafted[N], want_accepted[N];
+  mkc_batch_opts o = {.drafts = 3, .adaptive = 1};
+  mkc_batch_seq seqs[N];
+  memset(seqs, 0, sizeof seqs);
+  int ok = 1, differ = 0;
+  for (int i = 0; i < N; i++) {
+    for (int t = 0; t < 12; t++)
+      prompts[i][t] = i % 2 ? (29 * i + 13 * t + 7) % 251 : (t % 3 ? 40 + i : 90 + i);
+    seqs[i] = (mkc_batch_seq){.prompt = prompts[i],
+                              .n_prompt = 12,
+                              .n_predict = GEN,
+                              .opt = {.top_p = 1, .repeat_penalty = 1}};
+    mkc_batch_seq alone = seqs[i];
+    mkc_batch_stats st;
+    ok &= mkc_batch_run(p, &alone, 1, &o, &st) == 0 && alone.n_out == GEN;
+    if (alone.out) memcpy(want[i], alone.out, sizeof want[i]);
+    want_drafted[i] = alone.drafted, want_accepted[i] = alone.accepted;
+    differ |= i > 0 && want_drafted[i] != want_drafted[0];
+    mkc_batch_free(&alone, 1);
+  }
+  CHECK(ok && differ, "adaptive: each of %d sequences alone (drafted %ld, %ld, %ld, ...)", N,
+        want_drafted[0], want_drafted[1], want_drafted[2]);
+  mkc_batch_stats st;
+  int rc = mkc_batch_run(p, seqs, N, &o, &st);
+  for (int i = 0; i < N; i++)
+    CHECK(rc == 0 && seqs[i].n_out == GEN && memcmp(seqs[i].out, want[i], sizeof want[i]) == 0 &&
+              seqs[i].drafted == want_drafted[i] && seqs[i].accepted == want_accepted[i],
+          "adaptive, %d slots busy: sequence %d drafted %ld, %ld accepted, as alone (%ld, %ld)",
+          st.most_busy, i, seqs[i].drafted, seqs[i].accepted, want_drafted[i], want_accepted[i]);
+  CHECK(rc == 0 && st.most_busy == SLOTS && st.depth_lo == 0 && st.depth_hi >= 1,
+        "adaptive: every slot busy, the depths offered %d..%d (from 0)", st.depth_lo, st.depth_hi);
+  mkc_batch_free(seqs, N);
+}
+
 int main(void) {
   if (test_skip_without_gpu()) return 0;
   slot_kernels_one_grid();
@@ -409,6 +454,7 @@ int main(void) {
   drafter_alone(&plain, &slotted);
   drafter_p_min(&plain, &slotted);
   draft_pool(&plain, &slotted, p);
+  adaptive_alone(p);
   kernel paged;
   mkc_slots *pp = NULL;
   if (CHECK(kernel_open_paged(&paged, SLOTS, 48) == 0 &&

@@ -67,13 +67,17 @@ python3 tools/gguf_add_vocab.py "$work/moe.gguf" "$work/moe-vocab.gguf"
   --chunks 4 -t 2 -ctk f32 -ctv f32 -fa off -o tests/data/imatrix_moe_llamacpp.gguf >&2
 # llama-imatrix's --show-statistics report on three of those, its log's prefixes cut, to
 # tests/data/imatrix_stats_llamacpp.txt (its logger thread can lose the last lines at exit: each
-# report is taken when two runs in a row print the same)
+# report is taken when two runs in a row print the same and end with the per-layer table, in
+# 10 tries)
 report() {
   "$l/build/bin/llama-imatrix" -m "$work/imt-vocab.gguf" --in-file "tests/data/$1" --show-statistics 2>&1 >/dev/null |
     sed -E 's/^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+ I //' | sed -n '/^Computing statistics/,$p'
 }
 for f in imatrix_llamacpp.gguf imatrix_moe_llamacpp.gguf imatrix_blocks_tiny.dat; do
-  a=$(report $f) b=$(report $f)
-  until [ "$a" = "$b" ]; do a=$b b=$(report $f); done
+  a=$(report $f) b=$(report $f) tries=2
+  until [ "$a" = "$b" ] && [[ $a == *"per layer"*"===="* ]]; do
+    [ $tries -lt 10 ] || { echo "llama-imatrix --show-statistics $f: no two runs alike" >&2; exit 1; }
+    a=$b b=$(report $f) tries=$((tries + 1))
+  done
   printf '\n%s\n\n' "$a"
 done >tests/data/imatrix_stats_llamacpp.txt

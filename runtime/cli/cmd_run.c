@@ -186,7 +186,8 @@ static const char USAGE[] =
     "                         the stats give the aggregate tokens/s and the KV bytes\n"
     "                         held; drafts by prompt lookup, or -md / --draft-layers\n"
     "                         on a slot kernel of their own (--draft-adaptive: each\n"
-    "                         slot's depth by its own acceptance, no timing gate);\n"
+    "                         slot's depth by its own acceptance, from --draft-min,\n"
+    "                         no timing gate);\n"
     "                         with --format, each\n"
     "                         line's answer is JSON; with\n"
     "                         -r, each line ends at its reverse prompt; with\n"
@@ -319,13 +320,13 @@ static int check_batch_flags(mkc_cli *c) {
   if (c->context_shift && (!c->have_n || c->n_gen < 0))
     return mkc_cli_usage_error("%s", "run --batch --context-shift: give -n N, each line's "
                                      "token budget (a shifted answer has no other end)");
-  if (c->chat || c->json || c->rounds || c->kernel_dir || c->draft_min || c->draft_head)
+  if (c->chat || c->json || c->rounds || c->kernel_dir || c->draft_head)
     return mkc_cli_usage_error(
         "%s", "run --batch takes none of --chat, -sys, --chat-template, --reasoning-effort, "
               "--reasoning-budget, --json, "
-              "--rounds, --kernel, --draft-min, --draft-head "
+              "--rounds, --kernel, --draft-head "
               "(drafts: prompt lookup, -md or --draft-layers with --draft-p-min, --draft-max "
-              "per slot, --draft-adaptive)");
+              "per slot, --draft-adaptive and --draft-min)");
   if (mkc_json_format_on(c) && !c->model_path)
     return mkc_cli_usage_error("run --batch: %s needs the model's tokenizer: -m, and text on the "
                                "file's lines",

@@ -709,6 +709,7 @@ static int start(mkc_cli *c, mkc_server *sv, mkc_draft_source *ds) {
   }
   mkc_batch_opts o = {.drafts = c->draft_max,
                       .adaptive = c->draft_adaptive,
+                      .draft_min = c->draft_min,
                       .stops = sv->eog,
                       .n_stops = sv->n_eog};
   if (mkc_loaded_weights(c, m) != 0 ||

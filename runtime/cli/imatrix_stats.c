@@ -1,9 +1,14 @@
 /* llama-imatrix's --show-statistics report (imatrix_stats.h). Its numbers are floats summed
- * in its order, so that a table printed here reads digit for digit as llama-imatrix's. */
+ * in its order, so that a table printed here reads digit for digit as llama-imatrix's. That
+ * holds where neither build fuses a multiply and an add (gcc with -std=c11 does not; a clang
+ * or aarch64 build of either side may differ in a last digit). */
 #include "imatrix_stats.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,42 +16,50 @@
 /* One matrix's figures, over the means of its columns (each expert's slice's that saw inputs). */
 typedef struct tensor_stats {
   const char *name;
-  char layer[64], tensor[128]; /* the name's layer ("-": none) and short name */
-  int blk;                     /* the layer as a number, -1 for none */
-  const float *values;         /* the sums as llama-imatrix loads them */
-  float *scaled;               /* a .dat's, scaled back to sums (owned) */
+  char *layer, *tensor; /* the name's layer ("-": none) and short name (owned) */
+  int blk;              /* the layer as a number, -1 for none */
+  float *values;        /* the sums as llama-imatrix loads them (owned) */
   size_t n_values;
   float total, mean, max, min, stddev, active, entropy, zd, cossim;
   int elements;
 } tensor_stats;
 
-/* llama-imatrix's reading of a name: the part after "blk" is the layer, the part before
- * "weight" the tensor ("blk.0.attn_k.weight": 0, attn_k; "output.weight": -, output). */
-static void split_name(tensor_stats *t) {
-  const char *parts[64];
-  size_t lens[64], n = 0;
-  for (const char *p = t->name; n < 64;) {
+/* std::stoi's reading of a layer: leading white space, a sign, digits; -1 where there are no
+ * digits or the number is out of int's range (stoi throws, and llama-imatrix takes -1). */
+static int layer_number(const char *s) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  return end == s || errno || v < INT_MIN || v > INT_MAX ? -1 : (int)v;
+}
+
+/* llama-imatrix's reading of a name (its process_tensor_name): the fields between dots, a
+ * trailing empty one dropped (as getline drops it); the field after the first "blk" is the
+ * layer, the one before the first "weight" past the start the tensor ("blk.0.attn_k.weight": 0,
+ * attn_k; "output.weight": -, output); an empty layer is "-", an empty tensor the whole name.
+ * 0, or -1 when out of memory. */
+static int split_name(tensor_stats *t) {
+  const char *name = t->name, *layer = NULL, *tensor = NULL;
+  size_t layer_len = 0, tensor_len = 0, i = 0;
+  const char *prev = NULL;
+  size_t prev_len = 0;
+  int after_blk = 0;
+  for (const char *p = name; *p;) { /* field i: [p, p + len) */
     const char *dot = strchr(p, '.');
-    parts[n] = p, lens[n] = dot ? (size_t)(dot - p) : strlen(p), n++;
+    size_t len = dot ? (size_t)(dot - p) : strlen(p);
+    if (after_blk && !layer) layer = p, layer_len = len;
+    after_blk = !layer && len == 3 && memcmp(p, "blk", 3) == 0;
+    if (!tensor && i > 0 && len == 6 && memcmp(p, "weight", 6) == 0)
+      tensor = prev, tensor_len = prev_len;
+    prev = p, prev_len = len, i++;
     if (!dot) break;
     p = dot + 1;
   }
-  snprintf(t->layer, sizeof t->layer, "-");
-  snprintf(t->tensor, sizeof t->tensor, "%s", t->name);
-  for (size_t i = 0; i + 1 < n; i++)
-    if (lens[i] == 3 && memcmp(parts[i], "blk", 3) == 0) {
-      snprintf(t->layer, sizeof t->layer, "%.*s", (int)lens[i + 1], parts[i + 1]);
-      break;
-    }
-  for (size_t i = 1; i < n; i++)
-    if (lens[i] == 6 && memcmp(parts[i], "weight", 6) == 0) {
-      snprintf(t->tensor, sizeof t->tensor, "%.*s", (int)lens[i - 1], parts[i - 1]);
-      break;
-    }
-  /* std::stoi: leading digits (after a sign) make a number, anything else none */
-  char *end;
-  long v = strtol(t->layer, &end, 10);
-  t->blk = end != t->layer && !isspace((unsigned char)t->layer[0]) ? (int)v : -1;
+  t->layer = layer && layer_len ? strndup(layer, layer_len) : strdup("-");
+  t->tensor = tensor && tensor_len ? strndup(tensor, tensor_len) : strdup(name);
+  if (!t->layer || !t->tensor) return -1;
+  t->blk = layer && layer_len ? layer_number(t->layer) : -1;
+  return 0;
 }
 
 /* The figures of entry e (its values and per-slice counts as llama-imatrix loads them). 1 when
@@ -54,17 +67,22 @@ static void split_name(tensor_stats *t) {
  * -1 when out of memory. */
 static int compute(tensor_stats *t, const mkc_imatrix_entry *e, int legacy, int chunk_size) {
   size_t mats = e->mats ? e->mats : 1, row = e->n / mats, n = 0;
-  t->values = e->sums, t->n_values = e->n;
-  if (legacy) { /* a .dat's means times the calls, times the chunk size: sums again */
-    if (!(t->scaled = malloc((e->n ? e->n : 1) * sizeof *t->scaled))) return -1;
-    for (size_t j = 0; j < e->n; j++) t->scaled[j] = e->sums[j] * (float)chunk_size;
-    t->values = t->scaled;
-  }
+  /* its load adds each value to 0.0f (so -0 reads as +0); a .dat's means times the calls are
+   * times the chunk size too: sums again */
+  if (!(t->values = malloc((e->n ? e->n : 1) * sizeof *t->values))) return -1;
+  t->n_values = e->n;
+  for (size_t j = 0; j < e->n; j++)
+    t->values[j] = 0.0f + (legacy ? e->sums[j] * (float)chunk_size : e->sums[j]);
   float *act = malloc((e->n ? e->n : 1) * sizeof *act);
   if (!act) return -1;
   for (size_t i = 0; i < mats; i++) {
-    float c = legacy ? e->counts[0] * (float)chunk_size : e->counts[i];
-    int64_t count = c >= 9.2e18f ? INT64_MAX : (int64_t)c; /* a file's count past int64 */
+    /* the counts as its loader rounds them (std::lround; a .dat's calls times the chunk
+     * size, in whole numbers) */
+    float c = legacy ? e->counts[0] : e->counts[i];
+    int64_t count = c < 0x1p63f ? llroundf(c) : INT64_MAX;
+    if (legacy)
+      count =
+          count > INT64_MAX / (chunk_size > 0 ? chunk_size : 1) ? INT64_MAX : count * chunk_size;
     if (count == 0) continue;
     for (size_t j = 0; j < row; j++) act[n++] = t->values[i * row + j] / (float)count;
   }
@@ -106,7 +124,9 @@ static float dot(const float *a, const float *b, size_t n) {
 }
 
 /* Each matrix's cosine with the same matrix one layer before (its first "blk.N." is N - 1's):
- * 0 where there is none. */
+ * 0 where there is none. The dot product runs over this matrix's values, the magnitudes over
+ * each one's, as llama-imatrix's; where the layer before has fewer values (which it would read
+ * past) it is 0 too. */
 static void cosines(tensor_stats *ts, size_t n) {
   for (size_t i = 0; i < n; i++) {
     const char *b, *digits = NULL, *after = NULL; /* the first match of blk\.(\d+)\. */
@@ -115,17 +135,21 @@ static void cosines(tensor_stats *ts, size_t n) {
       if (after > digits && *after == '.') break;
     }
     if (!b) continue; /* no layer: 0 */
-    char prev[512];
-    snprintf(prev, sizeof prev, "%.*s%ld%s", (int)(digits - ts[i].name), ts[i].name,
-             strtol(digits, NULL, 10) - 1, after);
+    char *prev;
+    if (asprintf(&prev, "%.*s%ld%s", (int)(digits - ts[i].name), ts[i].name,
+                 strtol(digits, NULL, 10) - 1, after) < 0)
+      continue;
     for (size_t k = 0; k < n; k++)
-      if (strcmp(ts[k].name, prev) == 0 && ts[k].n_values == ts[i].n_values) {
-        float d = dot(ts[i].values, ts[k].values, ts[i].n_values);
-        float cur = sqrtf(dot(ts[i].values, ts[i].values, ts[i].n_values));
-        float was = sqrtf(dot(ts[k].values, ts[k].values, ts[k].n_values));
-        ts[i].cossim = d / (cur * was);
+      if (strcmp(ts[k].name, prev) == 0) {
+        if (ts[k].n_values >= ts[i].n_values) {
+          float d = dot(ts[i].values, ts[k].values, ts[i].n_values);
+          float cur = sqrtf(dot(ts[i].values, ts[i].values, ts[i].n_values));
+          float was = sqrtf(dot(ts[k].values, ts[k].values, ts[k].n_values));
+          ts[i].cossim = d / (cur * was);
+        }
         break;
       }
+    free(prev);
   }
 }
 
@@ -196,17 +220,14 @@ int mkc_imatrix_show_statistics(const mkc_imatrix *im, const char *path, int chu
     tensor_stats *t = &ts[n];
     t->name = im->entries[i].name;
     int got = compute(t, &im->entries[i], im->legacy, chunk_size);
-    if (got < 0) {
-      free(t->scaled);
-      goto oom;
-    }
-    if (got) {
-      split_name(t);
+    if (got > 0) got = split_name(t) == 0 ? 1 : -1;
+    if (got > 0) {
       n++;
-    } else {
-      free(t->scaled);
-      t->scaled = NULL;
+      continue;
     }
+    free(t->values), free(t->layer), free(t->tensor);
+    *t = (tensor_stats){0};
+    if (got < 0) goto oom;
   }
   if (!n) {
     fprintf(stderr, "mkc: error: imatrix: %s: no matrix saw an input: no statistics\n", path);
@@ -220,7 +241,7 @@ int mkc_imatrix_show_statistics(const mkc_imatrix *im, const char *path, int chu
 oom:
   fprintf(stderr, "mkc: error: imatrix: out of memory\n");
 done:
-  for (size_t i = 0; ts && i < n; i++) free(ts[i].scaled);
+  for (size_t i = 0; ts && i < n; i++) free(ts[i].values), free(ts[i].layer), free(ts[i].tensor);
   free(ts);
   free(ls);
   return rc;

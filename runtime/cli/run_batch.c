@@ -206,6 +206,7 @@ int mkc_run_batch(const mkc_cli *cli, const mkc_sampling *opt, unsigned long lon
   }
   mkc_batch_opts o = {.drafts = k,
                       .adaptive = c.draft_adaptive,
+                      .draft_min = c.draft_min,
                       .stops = stops,
                       .n_stops = n_stops,
                       .drafter = ds.pool};

@@ -76,7 +76,8 @@ static int start(mkc_sched *sc, busy *b, int slot, mkc_batch_seq *q, long number
   }
   memcpy(b->hist, q->prompt, (size_t)q->n_prompt * sizeof *b->hist);
   b->n_hist = q->n_prompt;
-  mkc_depth_init(&b->depth, 0, sc->o.drafts);
+  mkc_depth_init(&b->depth, sc->o.draft_min < sc->o.drafts ? sc->o.draft_min : sc->o.drafts,
+                 sc->o.drafts);
   b->q = q;
   b->feed = q->prompt;
   b->n_feed = q->n_prompt;
@@ -403,8 +404,9 @@ int mkc_sched_step(mkc_sched *sc) {
     b->k = sc->o.drafts;
     if (sc->o.adaptive && b->q && solo < 0 && b->fed >= b->n_feed) {
       b->k = mkc_depth_next(&b->depth);
-      if (b->k < st->depth_lo) st->depth_lo = b->k;
-      if (b->k > st->depth_hi) st->depth_hi = b->k;
+      int offered = b->k < sc->share - 1 ? b->k : sc->share - 1; /* what plan_inputs allows */
+      if (!b->q->constraint && offered < st->depth_lo) st->depth_lo = offered;
+      if (!b->q->constraint && offered > st->depth_hi) st->depth_hi = offered;
     }
   }
   if (sc->o.drafter && solo < 0 && draft_all(sc) != 0) return -1;

@@ -71,9 +71,9 @@ typedef struct mkc_batch_seq {
 typedef struct mkc_batch_opts {
   int drafts; /* per slot and step, capped by the slot's share of the step's rows */
   /* 1: each slot's depth follows its own acceptance (exec/depth.h's rule, --draft-adaptive),
-   * from 1 within [0, drafts]; the timing gate is not used: a shared step's cost is not one
-   * sequence's */
-  int adaptive;
+   * from 1 within [draft_min, drafts]; the timing gate is not used: a shared step's cost is
+   * not one sequence's */
+  int adaptive, draft_min;
   /* where the drafts come from: a draft pool (-md, --draft-layers: exec/draft_slots.h, the
    * slots' drafts made together before each step in which none feeds a long prompt alone);
    * NULL: prompt lookup over each sequence's own history */
@@ -95,11 +95,13 @@ typedef struct mkc_batch_stats {
   int decode_steps;
   double decode_seconds;
   long decode_tokens;
-  int most_busy;          /* the most slots busy in one step */
-  size_t kv_peak;         /* the most KV bytes the busy slots held at once (mkc_slots_kv_used) */
-  long shared;            /* prompt positions whose pages another slot held (mkc_slots_share) */
-  int stage_steps;        /* decode steps whose stage times went into mkc_batch_opts.stage_ns */
-  int depth_lo, depth_hi; /* with adaptive: the depths any slot used (else both drafts) */
+  int most_busy;   /* the most slots busy in one step */
+  size_t kv_peak;  /* the most KV bytes the busy slots held at once (mkc_slots_kv_used) */
+  long shared;     /* prompt positions whose pages another slot held (mkc_slots_share) */
+  int stage_steps; /* decode steps whose stage times went into mkc_batch_opts.stage_ns */
+  /* the depths the slots offered at (adaptive; constrained sequences, which never draft, not
+   * counted), else both drafts; with adaptive and no decode step, lo > hi */
+  int depth_lo, depth_hi;
 } mkc_batch_stats;
 
 /* The scheduler one step at a time, for sequences that arrive while others
