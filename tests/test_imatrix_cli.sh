@@ -195,6 +195,27 @@ got=$(python3 tests/imatrix_compare.py "$tmp/whole.gguf" "$tmp/im.gguf" --tol 1e
 [[ $got == ok* ]] && grep -q '^mkc: imatrix: the first 2 chunks skipped$' "$tmp/err" \
   && ok "--chunk 2 --in-file (the first two chunks' matrix): the whole run's: $got" \
   || fail "--chunk and --in-file" "$got" "$(head -n 4 "$tmp/err")"
+# llama-imatrix's other spellings: --from-chunk, --output-file, -ofreq; --ppl (the default)
+"$mkc" imatrix "${args[@]}" --backend cpu --from-chunk 2 --chunks 2 --in-file "$tmp/half.gguf" --ppl \
+  --output-file "$tmp/whole2.gguf" -ofreq 1 >/dev/null 2>"$tmp/err"
+cmp -s "$tmp/whole2.gguf" "$tmp/whole.gguf" && grep -q "^mkc: imatrix: 3 chunks in, written to $tmp/whole2.gguf$" "$tmp/err" \
+  && ok "--from-chunk, --output-file, -ofreq and --ppl: --chunk's run, written after each chunk" \
+  || fail "llama-imatrix's spellings" "$(cat "$tmp/err")"
+expect_error "--ppl with --no-ppl" "mkc: error: imatrix: --ppl or --no-ppl, not both" \
+  -- imatrix "${args[@]}" --ppl --no-ppl
+# --parse-special: control tokens' spellings in the text are those tokens (mkc tokenize's count
+# of the text, which parses them), else text (tokenize --no-parse-special's)
+{ printf '</s>Two <s>'; cat "$text"; } >"$tmp/special.txt"
+for flag in --parse-special ""; do
+  tk=(--no-parse-special)
+  [ -n "$flag" ] && tk=()
+  want=$("$mkc" tokenize -m "$tmp/m.gguf" -f "$tmp/special.txt" --ids "${tk[@]}" 2>/dev/null | tr -cd , | wc -c)
+  "$mkc" imatrix -m "$tmp/m.gguf" -f "$tmp/special.txt" -c 64 --chunks 1 --kv-dtype f32 --backend cpu \
+    --no-ppl $flag -o "$tmp/sp.gguf" >/dev/null 2>"$tmp/err"
+  grep -q "^mkc: imatrix: $((want + 1)) tokens$" "$tmp/err" \
+    && ok "${flag:-no --parse-special}: the text is $((want + 1)) tokens, as tokenize reads it" \
+    || fail "${flag:-no --parse-special}" "tokenize: $((want + 1))" "$(grep tokens "$tmp/err")"
+done
 "$mkc" imatrix "${args[@]}" --backend cpu --save-frequency 2 --output-frequency 1 -o "$tmp/often.gguf" \
   >/dev/null 2>"$tmp/err"
 cmp -s "$tmp/often.gguf.at_2" "$tmp/half.gguf" && cmp -s "$tmp/often.gguf.at_4" "$tmp/often.gguf" \

@@ -174,6 +174,8 @@ static const struct {
     {"--kl-divergence", offsetof(mkc_cli, kl_divergence)},
     {"--process-output", offsetof(mkc_cli, process_output)},
     {"--no-ppl", offsetof(mkc_cli, no_ppl)},
+    {"--ppl", offsetof(mkc_cli, ppl)},
+    {"--parse-special", offsetof(mkc_cli, parse_special)},
     {"--show-statistics", offsetof(mkc_cli, show_statistics)},
     {"--hellaswag", offsetof(mkc_cli, hellaswag)},
     {"--winogrande", offsetof(mkc_cli, winogrande)},
@@ -229,6 +231,9 @@ static const struct {
     {"--spec-draft-p-min", "--draft-p-min"},
     {"-r", "--repetitions"}, /* llama-bench's (run's -r, a reverse prompt, where it is taken) */
     {"--output", "-o"},
+    {"--output-file", "-o"}, /* llama-imatrix's */
+    {"-ofreq", "--output-frequency"},
+    {"--from-chunk", "--chunk"},
     {"-to", "--timeout"},
     /* llama-completion's interactive text mode: run's (chat is a conversation already) */
     {"-i", "--interactive"},

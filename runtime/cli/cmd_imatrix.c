@@ -46,6 +46,8 @@ static const char USAGE[] =
     "  -m, --model MODEL      GGUF file, Hugging Face folder, or a model's file name\n"
     "                         in the model directory\n"
     "  -f FILE                the text (control tokens' spellings are text)\n"
+    "  --parse-special        ... but for these: each control token's spelling in\n"
+    "                         the text is that token\n"
     "  -o FILE                where the matrix goes (default imatrix.gguf)\n"
     "  --output-format F      gguf (the default: llama-imatrix's own) or dat (its\n"
     "                         older format)\n"
@@ -55,7 +57,8 @@ static const char USAGE[] =
     "  --process-output       output.weight's inputs too (llama-quantize leaves\n"
     "                         the output's type to its own rules)\n"
     "  --no-ppl               no perplexity: each chunk read in prompt steps alone\n"
-    "                         (SmolLM2 on the cpu backend: 39 % less time)\n"
+    "                         (SmolLM2 on the cpu backend: 39 % less time); --ppl:\n"
+    "                         the estimates (the default)\n"
     "  --backend B            auto (default: cuda where a GPU answers, else cpu),\n"
     "                         cuda, cpu, or ref: the reference executor, in double,\n"
     "                         a chunk a thread (slow: a model's weights read once a\n"
@@ -197,6 +200,7 @@ static int check_flags(const mkc_cli *c) {
                                      "matrices to combine");
   if (c->prompt_file && !c->model_path)
     return mkc_cli_usage_error("%s", "imatrix: -m MODEL is required");
+  if (c->ppl && c->no_ppl) return mkc_cli_usage_error("%s", "imatrix: --ppl or --no-ppl, not both");
   if (c->n_chunks == 0 || c->n_chunks < -1)
     return mkc_cli_usage_error("%s", "imatrix: --chunks N needs N >= 1 (-1: all)");
   if (c->output_format && strcmp(c->output_format, "gguf") != 0 &&
@@ -373,11 +377,12 @@ static int load_in_files(const mkc_cli *c, mkc_imatrix_acc *acc, output *o) {
 int mkc_cmd_imatrix(int argc, char **argv) {
   /* steps of 5 for the scored positions' logits: T <= 8 (perplexity's) spills on sm_90 */
   mkc_cli c = {.usage = USAGE, .n_chunks = -1, .draft_max = 4};
-  int rc = mkc_cli_parse(argc, argv, 2,
-                         "-m -f -o --ctx --chunks --kv-dtype --blocks --lora --lora-scaled "
-                         "--output-format --process-output --backend --ubatch --in-file --chunk "
-                         "--output-frequency --save-frequency --no-ppl --show-statistics",
-                         0, &c);
+  int rc = mkc_cli_parse(
+      argc, argv, 2,
+      "-m -f -o --ctx --chunks --kv-dtype --blocks --lora --lora-scaled "
+      "--output-format --process-output --backend --ubatch --in-file --chunk "
+      "--output-frequency --save-frequency --no-ppl --ppl --show-statistics --parse-special",
+      0, &c);
   if (rc == MKC_CLI_HELP) return 0;
   if (rc || (rc = check_flags(&c))) return rc;
   if (c.max_ctx == 0) c.max_ctx = 512; /* llama-imatrix's default chunk */
@@ -424,7 +429,8 @@ int mkc_cmd_imatrix(int argc, char **argv) {
     goto done;
   }
   char *text = mkc_cli_prompt_text(&c);
-  n = text ? mkc_tokenizer_encode(tok, text, strlen(text), mkc_tokenizer_add_bos(tok), 0, &toks)
+  n = text ? mkc_tokenizer_encode(tok, text, strlen(text), mkc_tokenizer_add_bos(tok),
+                                  c.parse_special, &toks)
            : -1;
   free(text);
   if (n < 0) goto done;
