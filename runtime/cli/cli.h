@@ -99,24 +99,24 @@ typedef struct mkc_cli {
   int escape, no_escape; /* -e/--escape (llama.cpp's default too), --no-escape: -p, -r */
   const char *reverse[MKC_REVERSE_MAX]; /* -r/--reverse-prompt TEXT, each time given */
   int n_reverse;
-  int verbose;              /* --verbose: chat prints each turn's stats */
-  int json;                 /* --json: run prints JSON lines, one per generated token */
-  const char *format;       /* --format json|SCHEMA (-j/--json-schema): JSON output */
-  const char *schema_file;  /* --json-schema-file FILE (-jf): the schema from a file */
-  const char *grammar;      /* --grammar GBNF: the answer follows the grammar */
-  const char *grammar_file; /* --grammar-file FILE: the grammar from a file */
-  int draft_min;            /* --draft-min K: the adaptive depth's floor */
-  int draft_adaptive;       /* --draft-adaptive: the depth follows the acceptance rate */
-  int rounds;               /* --rounds R: decode rounds per kernel launch (0: 1) */
-  int dequant;              /* --dequant: the model's quantized matrices widened to bf16 */
-  int depth;                /* bench -d/--n-depth N: tokens in the cache before each test */
-  int n_chunks;             /* perplexity --chunks N (-1: all the text holds) */
-  const char *kl_base;      /* perplexity --kl-divergence-base FILE: the log-probabilities' file */
-  int kl_divergence;        /* perplexity --kl-divergence: compare with kl_base's */
-  int process_output;       /* imatrix --process-output: output.weight's inputs too */
-  int no_ppl, ppl;          /* imatrix --no-ppl: no perplexity estimate; --ppl: one (the default) */
-  int parse_special;   /* imatrix --parse-special: control tokens' spellings are those tokens */
-  int show_statistics; /* imatrix --show-statistics: the --in-file matrix's report */
+  int verbose;               /* --verbose: chat prints each turn's stats */
+  int json;                  /* --json: run prints JSON lines, one per generated token */
+  const char *format;        /* --format json|SCHEMA (-j/--json-schema): JSON output */
+  const char *schema_file;   /* --json-schema-file FILE (-jf): the schema from a file */
+  const char *grammar;       /* --grammar GBNF: the answer follows the grammar */
+  const char *grammar_file;  /* --grammar-file FILE: the grammar from a file */
+  int draft_min;             /* --draft-min K: the adaptive depth's floor */
+  int draft_adaptive;        /* --draft-adaptive: the depth follows the acceptance rate */
+  int rounds;                /* --rounds R: decode rounds per kernel launch (0: 1) */
+  int dequant;               /* --dequant: the model's quantized matrices widened to bf16 */
+  int depth;                 /* bench -d/--n-depth N: tokens in the cache before each test */
+  int n_chunks;              /* perplexity --chunks N (-1: all the text holds) */
+  const char *kl_base;       /* perplexity --kl-divergence-base FILE: the log-probabilities' file */
+  int kl_divergence;         /* perplexity --kl-divergence: compare with kl_base's */
+  int process_output;        /* imatrix --process-output: output.weight's inputs too */
+  int no_ppl, ppl;           /* imatrix --no-ppl, --ppl: the perplexity estimate off, on */
+  int parse_special;         /* imatrix --parse-special: control tokens' spellings parsed */
+  int show_statistics;       /* imatrix --show-statistics: the --in-file matrix's report */
   const char *output_format; /* imatrix --output-format gguf|dat */
   int ppl_stride;            /* perplexity --ppl-stride S: windows S apart, their last S scored */
   int ppl_output_type;       /* perplexity --ppl-output-type 1: a line a chunk */
