@@ -29,6 +29,10 @@ int mkc_chunk_score(mkc_session *s, int t_max, const int *toks, int n, int n_fed
   return 0;
 }
 
+void mkc_ppl_print_running(FILE *out, int chunk, double nll, long count) {
+  fprintf(out, "[%d]%.4f,", chunk, exp(nll / count));
+}
+
 void mkc_ppl_print_final(FILE *out, double nll, double nll2, long count) {
   double mean = nll / count, var = nll2 / count - mean * mean, ppl = exp(mean);
   if (var > 0 && count > 1)

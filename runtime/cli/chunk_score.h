@@ -22,6 +22,11 @@ typedef int (*mkc_chunk_row_fn)(void *ctx, const float *logits, int next);
 int mkc_chunk_score(mkc_session *s, int t_max, const int *toks, int n, int n_fed, int first,
                     const char *what, mkc_chunk_row_fn row, void *ctx);
 
+/* llama-perplexity's and llama-imatrix's running estimate after chunk `chunk` (1-based), from
+ * the sum of the scored positions' negative log-likelihoods over count positions so far:
+ * "[N]PPL," (no newline). */
+void mkc_ppl_print_running(FILE *out, int chunk, double nll, long count);
+
 /* llama-perplexity's closing line from the sums of the scored positions' negative
  * log-likelihoods and of their squares over count positions: the perplexity and its standard
  * error. */

@@ -7,7 +7,6 @@
  * the kernel generated for it (mkc_gen_opts.imatrix: each matmul stage sums its input's squares
  * in scratch, taken after each chunk), or with --backend ref on the reference executor
  * (exec/reference.h: every value in double), a thread a chunk at a time. */
-#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,7 +127,7 @@ static void ppl_add(ppl_sums *p, int i, const chunk_nll *c) {
   p->nll[i] = c->nll, p->nll2[i] = c->nll2, p->done[i] = 1;
   for (; p->printed < p->n_chunks && p->done[p->printed]; p->printed++) {
     p->sum += p->nll[p->printed], p->sum2 += p->nll2[p->printed], p->count += p->rows;
-    printf("[%d]%.4f,", p->printed + 1, exp(p->sum / p->count));
+    mkc_ppl_print_running(stdout, p->printed + 1, p->sum, p->count);
     fflush(stdout);
   }
 }

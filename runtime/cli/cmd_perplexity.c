@@ -168,7 +168,7 @@ static void print_chunk(const mkc_cli *c, const scorer *sc, int chunk, int start
     if (chunk == 1) mkc_kld_print_head(stdout);
     mkc_kld_print_chunk(&sc->kld, chunk, stdout);
   } else if (c->ppl_output_type == 0) {
-    printf("[%d]%.4f,", chunk, exp(mean));
+    mkc_ppl_print_running(stdout, chunk, sc->nll, count);
   } else if (c->ppl_stride) {
     printf("%8d  %.4f\n", start, exp(mean));
   } else { /* llama-perplexity's: the mean NLL and its standard error */
