@@ -27,6 +27,11 @@ wtypes.BLOCKS = {
   [13] = { name = "Q5_K", block = 256, bytes = 176 },
   [14] = { name = "Q6_K", block = 256, bytes = 210 },
   [39] = { name = "MXFP4", block = 32, bytes = 17 },
+  [40] = { name = "NVFP4", block = 64, bytes = 36 },
+  [34] = { name = "TQ1_0", block = 256, bytes = 54 },
+  [35] = { name = "TQ2_0", block = 256, bytes = 66 },
+  [41] = { name = "Q1_0", block = 128, bytes = 18 },
+  [42] = { name = "Q2_0", block = 64, bytes = 18 },
 }
 
 function wtypes.name(t) return t == wtypes.BF16 and "BF16" or wtypes.BLOCKS[t].name end

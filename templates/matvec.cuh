@@ -1094,8 +1094,8 @@ MKC_DEVICE void mkc_dot_row_block(mkc_wmat w, int rows, int r0, int step, int n_
   mkc_dot_rows(wr, next, MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
 }
 
-/* Bytes per storage block of the type (ggml's; bf16: a chunk's 16), whose elements are 32, or 256
- * where the type's blocks are (mkc_wtype_chunks). */
+/* Bytes per storage block of the type (ggml's; bf16: a chunk's 16), whose elements are 8 times
+ * mkc_wtype_chunks. */
 MKC_DEVICE int mkc_wtype_block_bytes(int type) {
   switch (type) {
   case MKC_W_Q8_0:
@@ -1112,6 +1112,15 @@ MKC_DEVICE int mkc_wtype_block_bytes(int type) {
     return 18;
   case MKC_W_MXFP4:
     return 17;
+  case MKC_W_NVFP4:
+    return 36;
+  case MKC_W_Q1_0:
+  case MKC_W_Q2_0:
+    return 18;
+  case MKC_W_TQ1_0:
+    return 54;
+  case MKC_W_TQ2_0:
+    return 66;
   case MKC_W_Q2_K:
     return 84;
   case MKC_W_Q3_K:
@@ -1156,6 +1165,11 @@ MKC_DEVICE int mkc_wtype_chunks(int type) {
   case MKC_W_IQ4_NL:
   case MKC_W_MXFP4:
     return 4;
+  case MKC_W_NVFP4:
+  case MKC_W_Q2_0:
+    return 8;
+  case MKC_W_Q1_0:
+    return 16;
   default:
     return 32; /* the types of 256 */
   }

@@ -11,12 +11,15 @@ from gguf_dump import read
 
 T = {"f32": 0, "f16": 1, "q4_0": 2, "q4_1": 3, "q5_0": 6, "q5_1": 7, "q8_0": 8, "q2_k": 10,
      "q3_k": 11, "q4_k": 12, "q5_k": 13, "q6_k": 14, "iq2_xxs": 16, "iq2_xs": 17, "iq3_xxs": 18,
-     "iq1_s": 19, "iq4_nl": 20, "iq3_s": 21, "iq2_s": 22, "iq4_xs": 23, "iq1_m": 29, "bf16": 30}
-BLOCK = {0: 1, 1: 1, 30: 1, 2: 32, 3: 32, 6: 32, 7: 32, 8: 32, 20: 32}  # the rest: 256
+     "iq1_s": 19, "iq4_nl": 20, "iq3_s": 21, "iq2_s": 22, "iq4_xs": 23, "iq1_m": 29, "bf16": 30,
+     "tq1_0": 34, "tq2_0": 35, "mxfp4": 39, "q1_0": 41, "q2_0": 42}
+BLOCK = {0: 1, 1: 1, 30: 1, 2: 32, 3: 32, 6: 32, 7: 32, 8: 32, 20: 32, 39: 32, 41: 128,
+         42: 64}  # the rest: 256
 BASE = {"Q8_0": "q8_0", "Q2_K": "q2_k", "Q3_K_M": "q3_k", "Q4_K_S": "q4_k", "Q4_K_M": "q4_k",
         "Q5_K_M": "q5_k", "IQ4_XS": "iq4_xs", "Q4_0": "q4_0", "Q2_K_S": "q2_k", "IQ3_XS": "iq3_s",
         "IQ3_XXS": "iq3_xxs", "IQ2_M": "iq2_s", "IQ2_S": "iq2_xs", "IQ2_XS": "iq2_xs",
-        "IQ2_XXS": "iq2_xxs", "IQ1_M": "iq1_m", "IQ1_S": "iq1_s"}
+        "IQ2_XXS": "iq2_xxs", "IQ1_M": "iq1_m", "IQ1_S": "iq1_s", "TQ1_0": "tq1_0",
+        "TQ2_0": "tq2_0", "Q1_0": "q1_0", "Q2_0": "q2_0", "MXFP4_MOE": "mxfp4"}
 LOWEST = ("IQ2_XXS", "IQ2_XS", "IQ1_S", "IQ2_S", "IQ2_M", "IQ1_M")  # their own branch
 KEEP = ["_norm.weight", "ffn_gate_inp.weight"]  # the kinds kept that these models have
 
@@ -96,17 +99,23 @@ for name, cur, ne, *_ in sorted(tensors, key=lambda t: (layer(t[0]), t[0])):
         t = manual[0]
     elif not opt["pure"]:
         if is_out or (tied and is_embd):
-            if cols % block(t):
+            if ftype == "MXFP4_MOE":
+                t = T["q8_0"]
+            elif cols % block(t):
                 t = T["q8_0"]
             elif ftype in LOWEST or ftype == "IQ3_XXS":
                 t = T["q5_k"]
             elif t != T["q8_0"]:
                 t = T["q6_k"]
+        elif ftype == "MXFP4_MOE":  # experts (3 dimensions) MXFP4, the rest Q8_0
+            t = T["mxfp4"] if dims > 2 else T["q8_0"]
         elif is_embd:
             if ftype in ("IQ2_XXS", "IQ2_XS", "IQ1_S", "IQ1_M"):
                 t = T["q2_k"]
             elif ftype in ("IQ2_S", "IQ2_M", "IQ3_XXS"):
                 t = T["iq3_s"]
+            elif ftype in ("TQ1_0", "TQ2_0", "Q2_0"):
+                t = T["q4_k"]
         elif ftype in LOWEST:
             s_or_m = ftype in ("IQ2_S", "IQ2_M")
             if "attn_v.weight" in name:
@@ -180,11 +189,14 @@ for name, cur, ne, *_ in sorted(tensors, key=lambda t: (layer(t[0]), t[0])):
             seen[kind] += 1
             if ftype == "IQ3_XS" and n_layer // 8 <= i < 7 * n_layer // 8:
                 t = T["iq3_xxs"]
-    if cols % block(t):
+    if cols % block(t) and block(t) <= 32:  # no smaller block to fall back to
+        t = T["f16"]
+    elif cols % block(t):
         fb = {T["q2_k"]: "q4_0", T["q3_k"]: "q4_0", T["q4_k"]: "q5_0", T["q5_k"]: "q5_1",
               T["q6_k"]: "q8_0", T["iq4_xs"]: "iq4_nl", T["iq2_xxs"]: "iq4_nl",
               T["iq2_xs"]: "iq4_nl", T["iq2_s"]: "iq4_nl", T["iq3_xxs"]: "iq4_nl",
-              T["iq3_s"]: "iq4_nl", T["iq1_s"]: "iq4_nl", T["iq1_m"]: "iq4_nl"}[t]
+              T["iq3_s"]: "iq4_nl", T["iq1_s"]: "iq4_nl", T["iq1_m"]: "iq4_nl",
+              T["tq1_0"]: "q4_0", T["tq2_0"]: "q4_0", T["q2_0"]: "q4_0"}[t]
         t = T[fb] if cols % block(T[fb]) == 0 else T["f16"]
     out.append((name, t))
 for name, t in out:

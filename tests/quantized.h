@@ -17,7 +17,7 @@ typedef struct quantized_plan {
   int q6_k_mix;
   int k_type;     /* the K type of the other matrices: 0 for Q4_K, or another K type */
   int every_type; /* instead: each kind of matrix its own block type (1: EVERY_TYPE below, 2:
-                     EVERY_GRID) */
+                     EVERY_GRID, 3: EVERY_LOW) */
 } quantized_plan;
 
 /* Matrix kinds and the block types every_type gives them, so that one kernel has a decoder of
@@ -41,6 +41,16 @@ static const struct {
                   {"ffn_down", MKC_GGML_MXFP4},     {"token_embd", MKC_GGML_IQ3_S},
                   {"output.weight", MKC_GGML_IQ1_M}};
 
+/* The same for NVFP4 and the types of one or two bits a weight. */
+static const struct {
+  const char *kind;
+  int type;
+} EVERY_LOW[] = {{"attn_q", MKC_GGML_NVFP4},      {"attn_k", MKC_GGML_TQ1_0},
+                 {"attn_v", MKC_GGML_TQ2_0},      {"attn_output", MKC_GGML_Q1_0},
+                 {"ffn_gate", MKC_GGML_Q2_0},     {"ffn_up", MKC_GGML_TQ1_0},
+                 {"ffn_down", MKC_GGML_NVFP4},    {"token_embd", MKC_GGML_Q2_0},
+                 {"output.weight", MKC_GGML_Q1_0}};
+
 static int quantized_type(void *ctx, const char *name) {
   const quantized_plan *q = ctx;
   for (int i = 0; i < q->bf16->n_weights; i++) {
@@ -52,6 +62,9 @@ static int quantized_type(void *ctx, const char *name) {
     if (q->every_type == 2)
       for (size_t k = 0; k < sizeof EVERY_GRID / sizeof *EVERY_GRID; k++)
         if (strstr(name, EVERY_GRID[k].kind)) return w->cols % 256 == 0 ? EVERY_GRID[k].type : -1;
+    if (q->every_type == 3)
+      for (size_t k = 0; k < sizeof EVERY_LOW / sizeof *EVERY_LOW; k++)
+        if (strstr(name, EVERY_LOW[k].kind)) return w->cols % 256 == 0 ? EVERY_LOW[k].type : -1;
     int k = q->q6_k_mix && (strstr(name, "attn_v") || strstr(name, "ffn_down")) ? MKC_GGML_Q6_K
             : q->k_type                                                         ? q->k_type
                                                                                 : MKC_GGML_Q4_K;

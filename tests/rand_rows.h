@@ -62,6 +62,20 @@ static unsigned char *make_row(int type, int n) {
     case 11: /* Q3_K: d last */
       put_f16(q + 108, uniform(0.001f, 0.05f));
       break;
+    case 41: /* Q1_0, Q2_0: d first */
+    case 42:
+      put_f16(q, uniform(0.001f, 0.05f));
+      break;
+    case 34: /* TQ1_0, TQ2_0: d last */
+      put_f16(q + 52, uniform(0.001f, 0.05f));
+      break;
+    case 35:
+      put_f16(q + 64, uniform(0.001f, 0.05f));
+      break;
+    case 40: /* NVFP4: four UE4M3 scale bytes, steps 2^-5 .. 2^-1 (0x7f among them: 0) */
+      for (int s = 0; s < 4; s++) q[s] = (unsigned char)(0x18 + next_u32() % 32);
+      if (b == 1) q[2] = 0x7f;
+      break;
     case 39: /* MXFP4: an exponent byte, steps 2^-8 .. 2^-4 */
       q[0] = (unsigned char)(120 + next_u32() % 5);
       break;

@@ -58,6 +58,11 @@ static const char KERNEL[] =
     "#define MKC_W_USES_IQ1_S 1\n"
     "#define MKC_W_USES_IQ1_M 1\n"
     "#define MKC_W_USES_MXFP4 1\n"
+    "#define MKC_W_USES_NVFP4 1\n"
+    "#define MKC_W_USES_TQ1_0 1\n"
+    "#define MKC_W_USES_TQ2_0 1\n"
+    "#define MKC_W_USES_Q1_0 1\n"
+    "#define MKC_W_USES_Q2_0 1\n"
     "#include \"prelude_cpu.h\"\n"
     "#include \"mkc_state.h\"\n"
     "#include \"common.cuh\"\n"
@@ -81,8 +86,32 @@ static const char KERNEL[] =
     "c->T, out + 32 * span);\n"
     "}\n";
 
-static int kinds[] = {
-    MKC_GGML_BF16, 8, 2, 3, 6, 7, 10, 11, 12, 13, 14, 20, 23, 16, 17, 22, 18, 21, 19, 29, 39};
+static int kinds[] = {MKC_GGML_BF16,
+                      8,
+                      2,
+                      3,
+                      6,
+                      7,
+                      10,
+                      11,
+                      12,
+                      13,
+                      14,
+                      20,
+                      23,
+                      16,
+                      17,
+                      22,
+                      18,
+                      21,
+                      19,
+                      29,
+                      39,
+                      40,
+                      34,
+                      35,
+                      41,
+                      42};
 #define N_KINDS (int)(sizeof kinds / sizeof *kinds)
 
 /* What __shfl_xor_sync's butterfly (masks 16 .. 1) leaves in lane 0. */
@@ -190,7 +219,7 @@ static void cases(mkc_cpu_kernel *k, const char *unroll) {
     int same[N_KINDS];
     for (int j = 0; j < N_KINDS; j++) same[j] = kinds[i];
     /* 72 chunks (576, SmolLM2's width) where the block allows, else 64 */
-    int widths[] = {ti->block == 256 ? 64 : 72, 128};
+    int widths[] = {576 % ti->block == 0 ? 72 : 64, 128};
     for (int wi = 0; wi < 2; wi++)
       for (int T = 1; T <= T_MAX; T += 2)
         for (int norm = 0; norm < 2; norm++)

@@ -690,7 +690,8 @@ static void test_init_and_load(void) {
       snprintf(expect, sizeof expect,
                "mkc: error: %s: tensor 'blk.0.attn_q.weight': type Q8_1 is not supported (mkc "
                "reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, "
-               "Q6_K, IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ4_NL, IQ4_XS, MXFP4)",
+               "Q6_K, IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ4_NL, IQ4_XS, MXFP4, "
+               "NVFP4, TQ1_0, TQ2_0, Q1_0, Q2_0)",
                p);
     if (c == QUANT || c == VECTOR_2D) {
       int close = rc == 0 && got.n == want.n;

@@ -124,6 +124,14 @@ init_info "wide iq" "$tmp/wide.lua" --preset wide --seed 1 --type iq2_xxs \
 expect_line "wide iq" "$tmp/info" "tensors: 12 (IQ2_XXS 2, IQ2_XS 1, IQ3_XXS 1, IQ1_S 1, IQ4_NL 1, IQ3_S 1, IQ2_S 1, IQ1_M 1, BF16 3)"
 expect_line "wide iq" "$tmp/err" "mkc: init: blk.0.ffn_down.weight: IQ2_XXS needs columns in multiples of 256; stored as IQ4_NL"
 cpu_is_ref "wide iq" "$tmp/wide-iq.gguf" 1,2,3 8
+# NVFP4 and the ternary, 1- and 2-bit types: ffn_down's 288 columns in Q4_0 for TQ1_0 (llama.cpp's
+# fallback), the others as asked
+init_info "wide low" "$tmp/wide.lua" --preset wide --seed 1 --type tq1_0 \
+  --tensor-type blk.0.attn_k.weight=tq2_0 --tensor-type blk.0.attn_v.weight=q1_0 \
+  --tensor-type blk.0.attn_output.weight=q2_0 --tensor-type output.weight=NVFP4 -o "$tmp/wide-low.gguf"
+expect_line "wide low" "$tmp/info" "tensors: 12 (Q4_0 1, BF16 3, TQ1_0 4, TQ2_0 1, NVFP4 1, Q1_0 1, Q2_0 1)"
+expect_line "wide low" "$tmp/err" "mkc: init: blk.0.ffn_down.weight: TQ1_0 needs columns in multiples of 256; stored as Q4_0"
+cpu_is_ref "wide low" "$tmp/wide-low.gguf" 1,2,3 8
 
 # A Hugging Face folder takes bf16 only.
 "$mkc" init --preset tiny --seed 7 --type bf16 --tensor-type token_embd.weight=BF16 -o "$tmp/hf" 2>"$tmp/err" \
@@ -131,9 +139,9 @@ cpu_is_ref "wide iq" "$tmp/wide-iq.gguf" 1,2,3 8
   || fail "HF folder with --type bf16" "$(cat "$tmp/err")"
 
 choices="bf16, f16, f32, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq2_xxs, iq2_xs, "
-choices+="iq2_s, iq3_xxs, iq3_s, iq1_s, iq1_m, iq4_nl, iq4_xs, mxfp4"
-expect_error "--type tq1_0" "mkc: error: --type: expected one of $choices, got 'tq1_0'" \
-  -- init --preset tiny --seed 1 --type tq1_0 -o "$tmp/x.gguf"
+choices+="iq2_s, iq3_xxs, iq3_s, iq1_s, iq1_m, iq4_nl, iq4_xs, mxfp4, nvfp4, tq1_0, tq2_0, q1_0, q2_0"
+expect_error "--type q8_k" "mkc: error: --type: expected one of $choices, got 'q8_k'" \
+  -- init --preset tiny --seed 1 --type q8_k -o "$tmp/x.gguf"
 expect_error "--type without a value" "mkc: error: --type needs a value" -- init --preset tiny --seed 1 --type
 expect_error "--tensor-type without =" "mkc: error: --tensor-type: expected NAME=TYPE, got 'token_embd.weight'" \
   -- init --preset tiny --seed 1 --tensor-type token_embd.weight -o "$tmp/x.gguf"

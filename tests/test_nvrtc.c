@@ -37,14 +37,23 @@ typedef struct job {
   pid_t pid;
 } job;
 
-enum { QUANT_Q4_K = 1, QUANT_Q4_K_M, QUANT_Q5_K_M, QUANT_Q3_K_Q6_K, QUANT_EVERY, QUANT_GRID };
+enum {
+  QUANT_Q4_K = 1,
+  QUANT_Q4_K_M,
+  QUANT_Q5_K_M,
+  QUANT_Q3_K_Q6_K,
+  QUANT_EVERY,
+  QUANT_GRID,
+  QUANT_LOW
+};
 static const char *const QUANT_NAMES[] = {"",
                                           " Q4_K",
                                           " Q4_K_M",
                                           " Q5_K_M",
                                           " Q3_K/Q6_K",
                                           " (each matrix kind its own block type)",
-                                          " (each matrix kind an IQ1/IQ2/IQ3 grid type)"};
+                                          " (each matrix kind an IQ1/IQ2/IQ3 grid type)",
+                                          " (NVFP4, TQ1_0, TQ2_0, Q1_0, Q2_0)"};
 
 /* In a child: compile and print the figures; the exit status is the verdict. */
 static int compile_one(const job *j) {
@@ -63,6 +72,7 @@ static int compile_one(const job *j) {
                                                       : 0,
                         j->quant == QUANT_EVERY  ? 1
                         : j->quant == QUANT_GRID ? 2
+                        : j->quant == QUANT_LOW  ? 3
                                                  : 0};
     mkc_graph gq;
     mkc_kernel_src srcq;
@@ -215,7 +225,7 @@ int main(void) {
         jobs[n++] = (job){presets[p].name, presets[p].draft_max, supported[a], 0, 0};
   }
   /* llama-3.2-1b at sm_90 quantized (T <= 5 and T = 1; Q5_K_M at T = 1), and in bf16 at T = 1 */
-  for (int a = 0; a < n_supported && n + 12 <= MAX_JOBS; a++)
+  for (int a = 0; a < n_supported && n + 13 <= MAX_JOBS; a++)
     if (supported[a] == 90) {
       jobs[n++] = (job){"llama-3.2-1b", 0, 90, 0, 0};
       jobs[n++] = (job){"llama-3.2-1b", 4, 90, QUANT_Q4_K, 0};
@@ -230,6 +240,7 @@ int main(void) {
       jobs[n++] = (job){"blocks-tiny", 0, 90, QUANT_EVERY, 0};
       jobs[n++] = (job){"blocks-tiny", 4, 90, QUANT_EVERY, 0};
       jobs[n++] = (job){"blocks-tiny", 0, 90, QUANT_GRID, 0}; /* the IQ grids, MXFP4 */
+      jobs[n++] = (job){"blocks-tiny", 4, 90, QUANT_LOW, 0};  /* NVFP4, ternary, 1 and 2 bits */
       jobs[n++] = (job){"blocks-tiny", 4, 90, QUANT_GRID, 0};
     }
   CHECK(n_supported > 0 && n >= 6, "NVRTC supports sm_80 and sm_90 (%d jobs)", n);

@@ -1,4 +1,4 @@
-/* mkc_dequant_f32 against gguf-py: tests/data/quant_fixtures.txt holds
+/* mkc_dequant_f32 against gguf-py and ggml: tests/data/quant_fixtures.txt holds
  * blocks of random bytes of each type mkc reads and the floats gguf-py's
  * dequantizer (gguf.quants.dequantize) gives for them; see
  * tools/gen_quant_fixtures.py for how the blocks were made. The two must
@@ -9,7 +9,12 @@
  * types (d * sub-scale) * grid value, then the sign; IQ1_S and IQ1_M (d *
  * sub-scale) * (grid value + delta); MXFP4 2^(e - 128) * level), each rounded on its
  * own (numpy never fuses a multiply and an add, nor does dequant.c), and f16
- * to float is exact. NaNs are compared by their bits too. */
+ * to float is exact. NaNs are compared by their bits too. The last lines, of
+ * TQ1_0, TQ2_0, NVFP4, Q1_0 and Q2_0, are ggml's own C (to_float;
+ * tools/quant_ggml_blocks.c), as gguf-py 0.19.0 has no Q1_0 or Q2_0 (on the
+ * other three it gives the same bits): TQ1_0 and TQ2_0 d * (trit - 1); Q1_0
+ * bit ? d : -d; Q2_0 d * (q - 1); NVFP4 each 16's UE4M3 scale (times 0.5) *
+ * FP4 level doubled (MXFP4's levels). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,7 +85,7 @@ static void check_line(char *line, int line_no, int *per_type) {
     if (bits != want[i]) {
       float expected;
       memcpy(&expected, &want[i], 4);
-      CHECK(0, "line %d (%s): element %zu: gguf-py %08x (%.9g), mkc %08x (%.9g)", line_no, name, i,
+      CHECK(0, "line %d (%s): element %zu: oracle %08x (%.9g), mkc %08x (%.9g)", line_no, name, i,
             want[i], (double)expected, bits, (double)got[i]);
       return;
     }
@@ -96,10 +101,10 @@ int main(void) {
     line_no++;
     if (line[0] != '#') check_line(line, line_no, per_type);
   }
-  static const char *const TYPES[] = {"Q8_0",   "Q4_0",    "Q4_1",  "Q5_0",  "Q5_1",    "Q2_K",
-                                      "Q3_K",   "Q4_K",    "Q5_K",  "Q6_K",  "IQ2_XXS", "IQ2_XS",
-                                      "IQ2_S",  "IQ3_XXS", "IQ3_S", "IQ1_S", "IQ1_M",   "IQ4_NL",
-                                      "IQ4_XS", "MXFP4",   "F16",   "BF16"};
+  static const char *const TYPES[] = {
+      "Q8_0",   "Q4_0",    "Q4_1",   "Q5_0",  "Q5_1",    "Q2_K",  "Q3_K",  "Q4_K",  "Q5_K",
+      "Q6_K",   "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S", "IQ1_S", "IQ1_M", "IQ4_NL",
+      "IQ4_XS", "MXFP4",   "F16",    "BF16",  "TQ1_0",   "TQ2_0", "NVFP4", "Q1_0",  "Q2_0"};
   for (size_t i = 0; i < sizeof TYPES / sizeof *TYPES; i++) {
     int t = type_named(TYPES[i]);
     CHECK(t >= 0 && per_type[t] >= 5, "%s: %d fixture lines (at least 5)", TYPES[i],

@@ -16,8 +16,8 @@
 #include "formats/quantize.h"
 #include "formats/weights.h"
 
-enum { N = 512 };             /* two super-blocks of 256: every type's block divides it */
-enum { MKC_GGML_TQ1_0 = 34 }; /* a type mkc neither reads nor writes */
+enum { N = 512 };                   /* two super-blocks of 256: every type's block divides it */
+enum { UNWRITTEN = MKC_GGML_Q8_K }; /* a type mkc neither reads nor writes */
 
 static uint64_t rng_state;
 static double uniform(void) { /* [0, 1), splitmix64 */
@@ -434,7 +434,8 @@ static void test_plain_and_bf16(void) {
       MKC_GGML_Q5_0,   MKC_GGML_Q5_1,  MKC_GGML_Q2_K,    MKC_GGML_Q3_K,   MKC_GGML_Q4_K,
       MKC_GGML_Q5_K,   MKC_GGML_Q6_K,  MKC_GGML_IQ4_NL,  MKC_GGML_IQ4_XS, MKC_GGML_IQ2_XXS,
       MKC_GGML_IQ2_XS, MKC_GGML_IQ2_S, MKC_GGML_IQ3_XXS, MKC_GGML_IQ3_S,  MKC_GGML_IQ1_S,
-      MKC_GGML_IQ1_M,  MKC_GGML_MXFP4};
+      MKC_GGML_IQ1_M,  MKC_GGML_MXFP4, MKC_GGML_NVFP4,   MKC_GGML_TQ1_0,  MKC_GGML_TQ2_0,
+      MKC_GGML_Q1_0,   MKC_GGML_Q2_0};
   for (size_t t = 0; t < sizeof ALL / sizeof *ALL; t++) {
     fill_gaussian(x);
     mkc_quantize(ALL[t], x, N, bytes);
@@ -547,7 +548,8 @@ static void test_parallel(void) {
   static const uint32_t TYPES[] = {
       MKC_GGML_F32,     MKC_GGML_F16,   MKC_GGML_BF16,   MKC_GGML_Q8_0,    MKC_GGML_Q4_1,
       MKC_GGML_Q4_K,    MKC_GGML_Q6_K,  MKC_GGML_IQ4_NL, MKC_GGML_IQ2_XXS, MKC_GGML_IQ2_S,
-      MKC_GGML_IQ3_XXS, MKC_GGML_IQ3_S, MKC_GGML_IQ1_S,  MKC_GGML_IQ1_M,   MKC_GGML_MXFP4};
+      MKC_GGML_IQ3_XXS, MKC_GGML_IQ3_S, MKC_GGML_IQ1_S,  MKC_GGML_IQ1_M,   MKC_GGML_MXFP4,
+      MKC_GGML_NVFP4,   MKC_GGML_TQ1_0, MKC_GGML_Q1_0};
   rng_state = 5;
   for (int i = 0; i < BIG; i++) x[i] = between(-1, 1) * (i % 997 == 0 ? 8.0f : 1.0f);
   for (size_t t = 0; t < sizeof TYPES / sizeof *TYPES; t++) {
@@ -564,22 +566,20 @@ static void test_parallel(void) {
   }
   CHECK_INT(mkc_quantize_parallel(MKC_GGML_Q4_K, x, 300, many, 4), -1,
             "mkc_quantize_parallel Q4_K, n = 300: -1");
-  CHECK_INT(mkc_quantize_parallel(MKC_GGML_TQ1_0, x, 256, many, 4), -1,
-            "mkc_quantize_parallel TQ1_0: -1");
+  CHECK_INT(mkc_quantize_parallel(UNWRITTEN, x, 256, many, 4), -1,
+            "mkc_quantize_parallel Q8_K: -1");
 }
 
 static void test_refused(void) {
   float x[N] = {0};
   uint8_t bytes[N * 4];
-  CHECK_INT(mkc_quantize(MKC_GGML_TQ1_0, x, 256, bytes), -1,
-            "mkc_quantize TQ1_0: -1 (not written)");
   CHECK_INT(mkc_quantize(MKC_GGML_Q8_K, x, 256, bytes), -1, "mkc_quantize Q8_K: -1");
   CHECK_INT(mkc_quantize(99, x, 32, bytes), -1, "mkc_quantize of an unknown type: -1");
   CHECK_INT(mkc_quantize(MKC_GGML_Q8_0, x, 33, bytes), -1, "mkc_quantize Q8_0, n = 33: -1");
   CHECK_INT(mkc_quantize(MKC_GGML_Q4_K, x, 32, bytes), -1, "mkc_quantize Q4_K, n = 32: -1");
   CHECK_INT(mkc_quantize(MKC_GGML_Q6_K, x, 0, bytes), 0, "mkc_quantize Q6_K, n = 0: 0");
   float y[32];
-  CHECK_INT(mkc_dequant_f32(MKC_GGML_TQ1_0, bytes, 256, y), -1, "mkc_dequant_f32 TQ1_0: -1");
+  CHECK_INT(mkc_dequant_f32(UNWRITTEN, bytes, 256, y), -1, "mkc_dequant_f32 Q8_K: -1");
   CHECK_INT(mkc_dequant_f32(99, bytes, 32, y), -1, "mkc_dequant_f32 of an unknown type: -1");
 
   static const struct {

@@ -82,6 +82,37 @@ for t in Q3_K_M Q4_K_S Q5_K_M Q2_K IQ4_XS; do
     fail "quantize blocks-tiny $t" "$(cat "$tmp/err")"
   fi
 done
+# the ternary, 1- and 2-bit mixes (token_embd Q4_K, output Q6_K; the matrices ggml's own bytes,
+# test_quantize_fit): each runs on the cpu backend as on the reference
+for t in TQ1_0 TQ2_0 Q1_0 Q2_0; do
+  if "$mkc" quantize "$tmp/blocks.gguf" "$tmp/blocks_t.gguf" "$t" >/dev/null 2>"$tmp/err"; then
+    types_check "$t on blocks-tiny" "$tmp/blocks_t.gguf" "$tmp/blocks.gguf" "$t"
+    a=$("$mkc" run -m "$tmp/blocks_t.gguf" --prompt-ids 3,1,4,1,5 -n 8 --backend cpu 2>"$tmp/err_a")
+    b=$("$mkc" run -m "$tmp/blocks_t.gguf" --prompt-ids 3,1,4,1,5 -n 8 --backend ref 2>/dev/null)
+    [ -n "$a" ] && [ "$a" = "$b" ] && ok "$t on blocks-tiny: runs, the reference's tokens ($a)" \
+      || fail "$t on blocks-tiny: runs" "$a / $b" "$(tail -n 2 "$tmp/err_a")"
+  else
+    fail "quantize blocks-tiny $t" "$(cat "$tmp/err")"
+  fi
+done
+# tiny's 64 and 192 columns: TQ1_0 falls back to Q4_0 as llama.cpp's; Q1_0 (128) has no fallback
+if "$mkc" quantize "$tmp/tiny.gguf" "$tmp/tiny_tq.gguf" TQ1_0 >/dev/null 2>"$tmp/err"; then
+  types_check "TQ1_0 on tiny (Q4_0 where rows are not whole 256s)" "$tmp/tiny_tq.gguf" "$tmp/tiny.gguf" TQ1_0
+else
+  fail "quantize tiny TQ1_0" "$(cat "$tmp/err")"
+fi
+expect_error "Q1_0 on rows of 64" \
+  "mkc: error: quantize: blk.0.attn_k.weight: its 64 columns are not whole blocks of Q1_0, and llama.cpp's quantize has no type to fall back to" \
+  -- quantize "$tmp/tiny.gguf" "$tmp/x.gguf" Q1_0
+# MXFP4_MOE: the experts (3 dimensions) MXFP4, every other matrix Q8_0
+"$mkc" init --preset moe-tiny --seed 3 -o "$tmp/moe.gguf" >/dev/null 2>&1
+if "$mkc" quantize "$tmp/moe.gguf" "$tmp/moe_mx.gguf" MXFP4_MOE >/dev/null 2>"$tmp/err"; then
+  types_check "MXFP4_MOE on moe-tiny" "$tmp/moe_mx.gguf" "$tmp/moe.gguf" MXFP4_MOE
+  grep -c ' 39$' "$tmp/types" | grep -qx '[1-9][0-9]*' && ok "MXFP4_MOE: some tensors MXFP4" \
+    || fail "MXFP4_MOE: no MXFP4 tensor" "$(cat "$tmp/types")"
+else
+  fail "quantize moe-tiny MXFP4_MOE" "$(cat "$tmp/err")"
+fi
 [ ! -e "$tmp/dry.gguf" ] && ok "--dry-run writes no file" || fail "--dry-run wrote $tmp/dry.gguf"
 # --pure, --output-tensor-type, --token-embedding-type, --tensor-type, --leave-output-tensor
 flags=(--pure --token-embedding-type q8_0 --tensor-type 'attn_(q|k)\.=q5_k' --output-tensor-type f16)
@@ -211,8 +242,8 @@ else
 fi
 
 # refusals
-ftypes="Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q2_K_S, Q3_K, Q3_K_S, Q3_K_M, Q3_K_L, Q4_K, Q4_K_S, Q4_K_M, Q5_K, Q5_K_S, Q5_K_M, Q6_K, IQ4_NL, IQ4_XS, IQ3_S, IQ3_M, IQ3_XS, IQ3_XXS, IQ2_M, IQ2_S, IQ2_XS, IQ2_XXS, IQ1_M, IQ1_S, F16, BF16, F32"
-types="F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ4_NL, IQ4_XS, MXFP4"
+ftypes="Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q2_K_S, Q3_K, Q3_K_S, Q3_K_M, Q3_K_L, Q4_K, Q4_K_S, Q4_K_M, Q5_K, Q5_K_S, Q5_K_M, Q6_K, IQ4_NL, IQ4_XS, IQ3_S, IQ3_M, IQ3_XS, IQ3_XXS, IQ2_M, IQ2_S, IQ2_XS, IQ2_XXS, IQ1_M, IQ1_S, TQ1_0, TQ2_0, Q1_0, Q2_0, MXFP4_MOE, F16, BF16, F32"
+types="F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ4_NL, IQ4_XS, MXFP4, NVFP4, TQ1_0, TQ2_0, Q1_0, Q2_0"
 expect_error "a type llama-quantize does not make" \
   "mkc: error: quantize: 'Q7_K' is not a type llama-quantize makes ($ftypes)" -- quantize "$tmp/tiny.gguf" "$tmp/x.gguf" Q7_K
 expect_error "a mix that needs an importance matrix" \

@@ -5,7 +5,10 @@
  *     with an importance matrix (tools/quant_ggml_fixture.sh). Read with
  *     mkc's dequantizer, mkc's fit of the same rows must leave no more
  *     squared error (weighted by the importance where ggml had it) than
- *     ggml's, type by type.
+ *     ggml's, type by type. TQ1_0, TQ2_0, NVFP4, Q1_0 and Q2_0 have no fit
+ *     and ggml no other encoding of them than its reference's (importance
+ *     or not): there mkc_quantize and mkc_quantize_fit must write ggml's
+ *     bytes exactly.
  *   - a brute-force search: for the types of one step a block (Q4_0, Q5_0,
  *     IQ4_NL), every f16 step in a wide range, each with its nearest codes;
  *     the fit must come within 1 % of the best of them in sum.
@@ -44,6 +47,10 @@ static const uint32_t FIT_TYPES[] = {
     MKC_GGML_IQ4_XS, MKC_GGML_IQ2_XXS, MKC_GGML_IQ2_XS, MKC_GGML_IQ2_S, MKC_GGML_IQ3_XXS,
     MKC_GGML_IQ3_S,  MKC_GGML_IQ1_S,   MKC_GGML_IQ1_M};
 enum { N_FIT = sizeof FIT_TYPES / sizeof *FIT_TYPES };
+/* the types whose bytes must be ggml's */
+static const uint32_t EXACT_TYPES[] = {MKC_GGML_TQ1_0, MKC_GGML_TQ2_0, MKC_GGML_NVFP4,
+                                       MKC_GGML_Q1_0, MKC_GGML_Q2_0};
+enum { N_EXACT = sizeof EXACT_TYPES / sizeof *EXACT_TYPES };
 
 static const char *name(uint32_t type) { return mkc_ggml_type(type)->name; }
 
@@ -58,6 +65,38 @@ static double sq_err(const float *x, const float *y, const float *w, size_t n, s
 
 static uint32_t u32_at(const uint8_t *p) {
   return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* The first block where a and b differ (of bytes in blocks of bb), printed, or -1. */
+static long first_diff(const uint8_t *a, const uint8_t *b, size_t bytes, size_t bb) {
+  for (size_t k = 0; k < bytes / bb; k++)
+    if (memcmp(a + k * bb, b + k * bb, bb)) {
+      for (int who = 0; who < 2; who++) {
+        printf("  block %zu, %s: ", k, who ? "mkc " : "ggml");
+        for (size_t i = 0; i < bb; i++) printf("%02x", (who ? b : a)[k * bb + i]);
+        printf("\n");
+      }
+      return (long)k;
+    }
+  return -1;
+}
+
+/* An exact type's entry: mkc_quantize's bytes, and mkc_quantize_fit's (importance given or not),
+ * are ggml's. */
+static void check_exact(uint32_t type, const float *x, uint32_t rows, uint32_t cols,
+                        const float *imp, const uint8_t *theirs, size_t bytes, uint8_t *mine) {
+  size_t bb = (size_t)mkc_ggml_type(type)->block_bytes;
+  int rc = mkc_quantize(type, x, (size_t)rows * cols, mine);
+  CHECK(rc == 0 && first_diff(theirs, mine, bytes, bb) < 0,
+        "%s: mkc_quantize writes ggml's %zu bytes exactly (returns %d)", name(type), bytes, rc);
+  int same = 1;
+  for (int weighted = 0; weighted < 2; weighted++) {
+    rc = mkc_quantize_fit(type, x, rows, cols, weighted ? imp : NULL, mine, 2 + weighted);
+    same &= rc == 0 && memcmp(mine, theirs, bytes) == 0;
+  }
+  CHECK(!mkc_quantize_has_fit(type) && same,
+        "%s: no fit; mkc_quantize_fit, with the importance matrix or without, ggml's bytes too",
+        name(type));
 }
 
 static void test_against_ggml(void) {
@@ -87,6 +126,13 @@ static void test_against_ggml(void) {
       CHECK(0, "entry %u of %s: a type, a flag and the bytes of %u rows", k, path, rows);
       break;
     }
+    int exact = 0;
+    for (int t = 0; t < N_EXACT; t++) exact |= type == EXACT_TYPES[t];
+    seen[type][weighted] = 1;
+    if (exact) {
+      check_exact(type, x, rows, cols, imp, theirs, bytes, mine);
+      continue;
+    }
     const float *w = weighted ? imp : NULL;
     mkc_dequant_f32(type, theirs, n, y);
     double ggml = sq_err(x, y, w, n, cols);
@@ -96,11 +142,12 @@ static void test_against_ggml(void) {
     CHECK(rc == 0 && ours <= ggml,
           "%s%s: mkc's fit leaves %.4g of ggml's squared error (at most 1)", name(type),
           weighted ? " with an importance matrix" : "", ours / ggml);
-    seen[type][weighted] = 1;
   }
   for (int t = 0; t < N_FIT; t++)
     CHECK(seen[FIT_TYPES[t]][1], "%s: the fixture has ggml's weighted encoding",
           name(FIT_TYPES[t]));
+  for (int t = 0; t < N_EXACT; t++)
+    CHECK(seen[EXACT_TYPES[t]][0], "%s: the fixture has ggml's encoding", name(EXACT_TYPES[t]));
   CHECK(at == size, "%s: its %u entries end where the file does", path, entries);
   free(y);
   free(mine);
@@ -272,8 +319,9 @@ static void test_threads_and_others(void) {
     CHECK(rc == 0 && memcmp(one, many, bytes) == 0, "%s: 1 thread and 5, the same bytes",
           name(type));
   }
-  static const uint32_t OTHERS[] = {MKC_GGML_Q8_0, MKC_GGML_MXFP4, MKC_GGML_F16, MKC_GGML_BF16,
-                                    MKC_GGML_F32};
+  static const uint32_t OTHERS[] = {MKC_GGML_Q8_0, MKC_GGML_MXFP4, MKC_GGML_F16,   MKC_GGML_BF16,
+                                    MKC_GGML_F32,  MKC_GGML_TQ1_0, MKC_GGML_TQ2_0, MKC_GGML_NVFP4,
+                                    MKC_GGML_Q1_0, MKC_GGML_Q2_0};
   for (size_t t = 0; t < sizeof OTHERS / sizeof *OTHERS; t++) {
     size_t bytes = R * mkc_quant_row_bytes(OTHERS[t], C);
     mkc_quantize(OTHERS[t], x, R * C, one);

@@ -42,11 +42,13 @@ static int lookup(void *ctx, const char *name) {
 
 /* want for a matrix of cols columns, or what llama.cpp's quantize leaves (as
  * mkc init): a K type on columns that are not whole 256s is Q5_0 (for Q4_K),
- * Q5_1 (Q5_K), Q8_0 (Q6_K) or IQ4_NL (Q2_K, Q3_K, IQ4_XS) on whole 32s; else
- * bf16 (-1). */
+ * Q5_1 (Q5_K), Q8_0 (Q6_K) or IQ4_NL (Q2_K, Q3_K, IQ4_XS) on whole 32s, TQ1_0,
+ * TQ2_0 and Q2_0 Q4_0; else bf16 (-1). */
 static int fitting(int want, int cols) {
   int block = mkc_ggml_type((uint32_t)want)->block;
   if (cols % block == 0) return want;
+  if ((want == MKC_GGML_TQ1_0 || want == MKC_GGML_TQ2_0 || want == MKC_GGML_Q2_0) && cols % 32 == 0)
+    return MKC_GGML_Q4_0;
   if (block == 256 && cols % 32 == 0)
     return want == MKC_GGML_Q4_K   ? MKC_GGML_Q5_0
            : want == MKC_GGML_Q5_K ? MKC_GGML_Q5_1
@@ -311,6 +313,22 @@ static void planted_bugs(void) {
               "delta's sign");
   planted_bug("blocks-tiny", MKC_GGML_IQ1_M, "(s >> 24 & 0xf0u)", "(s >> 20 & 0xf0u)",
               "d's nibbles");
+  /* NVFP4: the odd chunks read the low nibbles; the scale's mantissa lost */
+  planted_bug("tiny", MKC_GGML_NVFP4, ">> (cl & 1) * 4", ">> (cl & 0) * 4", "nibble shift");
+  planted_bug_at("tiny", MKC_GGML_NVFP4, "mkc_ue4m3_half(unsigned e)", "| man << 20", "| man << 21",
+                 "UE4M3 mantissa");
+  /* TQ1_0: the 16-byte part read at the 32-byte part's trit; the last chunk's second trit taken
+   * from the bytes as they are */
+  planted_bug("blocks-tiny", MKC_GGML_TQ1_0, "cl < 30 ? (cl - 20) >> 1", "cl < 30 ? (cl - 20) >> 2",
+              "trit of the 16-byte part");
+  planted_bug("blocks-tiny", MKC_GGML_TQ1_0, "mkc_bytes_times(h, 3u) << 32",
+              "mkc_bytes_times(h, 1u) << 32", "the 4-trit bytes' second trit");
+  planted_bug("blocks-tiny", MKC_GGML_TQ2_0, ">> 2 * l & MKC_LOW_PAIRS", ">> 2 * n & MKC_LOW_PAIRS",
+              "pair shift");
+  planted_bug("blocks-tiny", MKC_GGML_Q1_0, "(cl & 14)) >> 8 * (cl & 1)",
+              "(cl & 14)) >> 8 * (cl & 0)", "odd chunks' byte");
+  planted_bug_at("tiny", MKC_GGML_Q2_0, "mkc_pairs_x8(unsigned w)", "x << 12", "x << 14",
+                 "field spread");
 }
 
 static int iq_grid_type(int t) {
@@ -318,22 +336,33 @@ static int iq_grid_type(int t) {
          t == MKC_GGML_IQ3_XXS || t == MKC_GGML_IQ3_S || t == MKC_GGML_IQ1_S || t == MKC_GGML_IQ1_M;
 }
 
+/* The types run on blocks-tiny alone, whose columns are whole 256s: the grid types, and those of
+ * one or two bits a weight but Q2_0 (on the others each matrix would fall back to a type already
+ * run, or to bf16). */
+static int blocks_tiny_only(int t) {
+  return iq_grid_type(t) || t == MKC_GGML_TQ1_0 || t == MKC_GGML_TQ2_0 || t == MKC_GGML_Q1_0;
+}
+
 int main(void) {
   if (test_skip_without_gpu()) return 0;
   if (scratch_open("wtypes") != 0) return 1;
-  static const int types[] = {MKC_GGML_Q8_0,    MKC_GGML_Q4_0,   MKC_GGML_Q4_1,
-                              MKC_GGML_Q5_0,    MKC_GGML_Q5_1,   MKC_GGML_Q2_K,
-                              MKC_GGML_Q3_K,    MKC_GGML_Q4_K,   MKC_GGML_Q5_K,
-                              MKC_GGML_Q6_K,    MKC_GGML_IQ4_NL, MKC_GGML_IQ4_XS,
-                              MKC_GGML_IQ2_XXS, MKC_GGML_IQ2_XS, MKC_GGML_IQ2_S,
-                              MKC_GGML_IQ3_XXS, MKC_GGML_IQ3_S,  MKC_GGML_IQ1_S,
-                              MKC_GGML_IQ1_M,   MKC_GGML_MXFP4,  MIX};
+  static const int types[] = {MKC_GGML_Q8_0,    MKC_GGML_Q4_0,
+                              MKC_GGML_Q4_1,    MKC_GGML_Q5_0,
+                              MKC_GGML_Q5_1,    MKC_GGML_Q2_K,
+                              MKC_GGML_Q3_K,    MKC_GGML_Q4_K,
+                              MKC_GGML_Q5_K,    MKC_GGML_Q6_K,
+                              MKC_GGML_IQ4_NL,  MKC_GGML_IQ4_XS,
+                              MKC_GGML_IQ2_XXS, MKC_GGML_IQ2_XS,
+                              MKC_GGML_IQ2_S,   MKC_GGML_IQ3_XXS,
+                              MKC_GGML_IQ3_S,   MKC_GGML_IQ1_S,
+                              MKC_GGML_IQ1_M,   MKC_GGML_MXFP4,
+                              MKC_GGML_NVFP4,   MKC_GGML_TQ1_0,
+                              MKC_GGML_TQ2_0,   MKC_GGML_Q1_0,
+                              MKC_GGML_Q2_0,    MIX};
   static const char *const presets[] = {"tiny", "odd", "blocks-tiny"};
   for (size_t p = 0; p < sizeof presets / sizeof *presets; p++)
     for (size_t t = 0; t < sizeof types / sizeof *types; t++)
-      /* the grid types on blocks-tiny, whose columns are whole 256s (on the others each matrix
-       * would fall back to IQ4_NL, already run) */
-      if (!iq_grid_type(types[t]) || strcmp(presets[p], "blocks-tiny") == 0)
+      if (!blocks_tiny_only(types[t]) || strcmp(presets[p], "blocks-tiny") == 0)
         kernel_vs_reference(presets[p], types[t]);
   /* the broken decoders run on the cpu backend whichever backend the suite is on: under
    * MKC_TEST_BACKEND=cuda (make test-gpu, the fake driver's run) they would repeat the cpu run */

@@ -541,10 +541,12 @@ static const struct {
     {"q6_k", MKC_GGML_Q6_K},     {"iq2_xxs", MKC_GGML_IQ2_XXS}, {"iq2_xs", MKC_GGML_IQ2_XS},
     {"iq2_s", MKC_GGML_IQ2_S},   {"iq3_xxs", MKC_GGML_IQ3_XXS}, {"iq3_s", MKC_GGML_IQ3_S},
     {"iq1_s", MKC_GGML_IQ1_S},   {"iq1_m", MKC_GGML_IQ1_M},     {"iq4_nl", MKC_GGML_IQ4_NL},
-    {"iq4_xs", MKC_GGML_IQ4_XS}, {"mxfp4", MKC_GGML_MXFP4}};
+    {"iq4_xs", MKC_GGML_IQ4_XS}, {"mxfp4", MKC_GGML_MXFP4},     {"nvfp4", MKC_GGML_NVFP4},
+    {"tq1_0", MKC_GGML_TQ1_0},   {"tq2_0", MKC_GGML_TQ2_0},     {"q1_0", MKC_GGML_Q1_0},
+    {"q2_0", MKC_GGML_Q2_0}};
 #define TYPE_CHOICES                                                                               \
   "bf16, f16, f32, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq2_xxs, iq2_xs, "  \
-  "iq2_s, iq3_xxs, iq3_s, iq1_s, iq1_m, iq4_nl, iq4_xs, mxfp4"
+  "iq2_s, iq3_xxs, iq3_s, iq1_s, iq1_m, iq4_nl, iq4_xs, mxfp4, nvfp4, tq1_0, tq2_0, q1_0, q2_0"
 
 static int type_named(const char *name, uint32_t *type) {
   for (size_t i = 0; i < sizeof TYPE_NAMES / sizeof *TYPE_NAMES; i++)
@@ -590,17 +592,20 @@ static uint32_t wanted_type(const init_flags *f, const mkc_weight_info *info) {
 
 /* The type a tensor is stored in: the one wanted, unless its columns are not
  * whole blocks of it (a GGUF row holds whole blocks): then as llama.cpp's
- * quantize falls back, Q4_K to Q5_0, Q5_K to Q5_1, Q6_K to Q8_0 and Q2_K,
- * Q3_K and the IQ types of 256 to IQ4_NL when the columns are whole 32s, else BF16
- * (llama.cpp: F16). */
+ * quantize falls back, Q4_K to Q5_0, Q5_K to Q5_1, Q6_K to Q8_0, TQ1_0, TQ2_0
+ * and Q2_0 to Q4_0, and Q2_K, Q3_K and the IQ types of 256 to IQ4_NL when the
+ * columns are whole 32s, else BF16 (llama.cpp: F16; for Q1_0, which it does
+ * not fall back, an error). */
 static uint32_t fitting_type(const mkc_weight_info *info, uint32_t want) {
   const mkc_ggml_type_info *t = mkc_ggml_type(want);
   if (info->cols % t->block == 0) return want;
   uint32_t fallback = want == MKC_GGML_Q4_K   ? MKC_GGML_Q5_0
                       : want == MKC_GGML_Q5_K ? MKC_GGML_Q5_1
                       : want == MKC_GGML_Q6_K ? MKC_GGML_Q8_0
-                      : t->block == 256       ? MKC_GGML_IQ4_NL /* Q2_K, Q3_K, the IQ types */
-                                              : MKC_GGML_BF16;
+                      : want == MKC_GGML_TQ1_0 || want == MKC_GGML_TQ2_0 || want == MKC_GGML_Q2_0
+                          ? MKC_GGML_Q4_0
+                      : t->block == 256 ? MKC_GGML_IQ4_NL /* Q2_K, Q3_K, the IQ types */
+                                        : MKC_GGML_BF16;
   return info->cols % mkc_ggml_type(fallback)->block == 0 ? fallback : MKC_GGML_BF16;
 }
 

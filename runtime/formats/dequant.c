@@ -28,8 +28,9 @@ static const mkc_ggml_type_info TYPES[MKC_GGML_TYPE_COUNT] = {
     [20] = {"IQ4_NL", 32, 18, 1},   [21] = {"IQ3_S", 256, 110, 1},  [22] = {"IQ2_S", 256, 82, 1},
     [23] = {"IQ4_XS", 256, 136, 1}, [24] = {"I8", 1, 1, 0},         [25] = {"I16", 1, 2, 0},
     [26] = {"I32", 1, 4, 0},        [27] = {"I64", 1, 8, 0},        [28] = {"F64", 1, 8, 0},
-    [29] = {"IQ1_M", 256, 56, 1},   [30] = {"BF16", 1, 2, 1},       [34] = {"TQ1_0", 256, 54, 0},
-    [35] = {"TQ2_0", 256, 66, 0},   [39] = {"MXFP4", 32, 17, 1},
+    [29] = {"IQ1_M", 256, 56, 1},   [30] = {"BF16", 1, 2, 1},       [34] = {"TQ1_0", 256, 54, 1},
+    [35] = {"TQ2_0", 256, 66, 1},   [39] = {"MXFP4", 32, 17, 1},    [40] = {"NVFP4", 64, 36, 1},
+    [41] = {"Q1_0", 128, 18, 1},    [42] = {"Q2_0", 64, 18, 1},
 };
 
 const mkc_ggml_type_info *mkc_ggml_type(uint32_t type) {
@@ -38,7 +39,8 @@ const mkc_ggml_type_info *mkc_ggml_type(uint32_t type) {
 
 const char *mkc_dequant_type_names(void) {
   return "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ1_S, "
-         "IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ4_NL, IQ4_XS, MXFP4";
+         "IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ4_NL, IQ4_XS, MXFP4, NVFP4, TQ1_0, "
+         "TQ2_0, Q1_0, Q2_0";
 }
 
 /* Deliberately alike the bf16 conversions (weights.c) in shape: another format. */
@@ -228,6 +230,68 @@ static void block_mxfp4(const uint8_t *b, float *y) {
     y[i] = d * (float)mkc_mxfp4_levels[b[1 + i] & 0xf];
     y[i + 16] = d * (float)mkc_mxfp4_levels[b[1 + i] >> 4];
   }
+}
+
+/* NVFP4, 36 bytes per 64: four UE4M3 scale bytes, one per 16, then per 16 8 bytes of nibbles
+ * (element j < 8 the low nibble of byte j, j + 8 the high one) indexing MXFP4's levels; x =
+ * scale / 2 * level (ggml's dequantize_row_nvfp4). */
+float mkc_ue4m3_half(uint8_t e) {
+  if (e == 0 || e == 0x7f) return 0.0f;
+  int exp = e >> 3 & 15, man = e & 7;
+  float v = exp ? ldexpf(1.0f + (float)man / 8.0f, exp - 7) : ldexpf((float)man, -9);
+  return v * 0.5f;
+}
+static void block_nvfp4(const uint8_t *b, float *y) {
+  for (int s = 0; s < 4; s++) {
+    float d = mkc_ue4m3_half(b[s]);
+    for (int j = 0; j < 8; j++) {
+      y[16 * s + j] = (float)mkc_mxfp4_levels[b[4 + 8 * s + j] & 0xf] * d;
+      y[16 * s + j + 8] = (float)mkc_mxfp4_levels[b[4 + 8 * s + j] >> 4] * d;
+    }
+  }
+}
+
+/* Trit n (0: the most significant) of a byte packing 5 as ceil(value * 256 / 243): multiplying by
+ * 3^n (mod 256) brings trit n to the top, times 3 over 256 reads it (ggml's TQ1_0 layout). */
+static int tq1_trit(uint8_t q, int n) {
+  static const uint8_t POW3[5] = {1, 3, 9, 27, 81};
+  return (uint8_t)(q * POW3[n]) * 3 >> 8;
+}
+
+/* TQ1_0, 54 bytes per 256 (ternary: -1, 0, 1 times d): 48 bytes of 5 trits, 4 bytes of 4, f16 d
+ * at 52. Elements 0..159: trit n of byte m < 32 is element 32 n + m; 160..239: trit n of byte
+ * 32 + m (m < 16) is 160 + 16 n + m; 240..255: trit n of byte 48 + j (j < 4) is 240 + 4 n + j.
+ * x = (trit - 1) * d. */
+static void block_tq1_0(const uint8_t *b, float *y) {
+  float d = f16_at(b + 52);
+  for (int e = 0; e < 256; e++) {
+    int t = e < 160   ? tq1_trit(b[e % 32], e / 32)
+            : e < 240 ? tq1_trit(b[32 + (e - 160) % 16], (e - 160) / 16)
+                      : tq1_trit(b[48 + (e - 240) % 4], (e - 240) / 4);
+    y[e] = (float)(t - 1) * d;
+  }
+}
+
+/* TQ2_0, 66 bytes per 256: 64 bytes of 2-bit codes as Q2_K's (element 128 n + 32 l + m in bits
+ * 2 l of byte 32 n + m), f16 d at 64; x = (code - 1) * d. */
+static void block_tq2_0(const uint8_t *b, float *y) {
+  float d = f16_at(b + 64);
+  for (int e = 0; e < 256; e++)
+    y[e] = (float)((b[32 * (e >> 7) + (e & 31)] >> 2 * (e >> 5 & 3) & 3) - 1) * d;
+}
+
+/* Q1_0, 18 bytes per 128: f16 d, then a bit per element (element i: bit i % 8 of byte i / 8);
+ * x = bit ? d : -d. */
+static void block_q1_0(const uint8_t *b, float *y) {
+  float d = f16_at(b);
+  for (int i = 0; i < 128; i++) y[i] = b[2 + i / 8] >> i % 8 & 1 ? d : -d;
+}
+
+/* Q2_0, 18 bytes per 64: f16 d, then 2 bits per element (element i: bits 2 (i % 4) of byte
+ * i / 4); x = (code - 1) * d. */
+static void block_q2_0(const uint8_t *b, float *y) {
+  float d = f16_at(b);
+  for (int i = 0; i < 64; i++) y[i] = (float)((b[2 + i / 4] >> 2 * (i % 4) & 3) - 1) * d;
 }
 
 /* IQ4_XS, 136 bytes per 256: f16 d, a u16 of the 8 sub-blocks' top 2 scale

@@ -33,8 +33,13 @@ enum mkc_ggml_type {
   MKC_GGML_IQ4_XS = 23,
   MKC_GGML_IQ1_M = 29,
   MKC_GGML_BF16 = 30,
+  MKC_GGML_TQ1_0 = 34,
+  MKC_GGML_TQ2_0 = 35,
   MKC_GGML_MXFP4 = 39,
-  MKC_GGML_TYPE_COUNT = 40 /* ids are below this */
+  MKC_GGML_NVFP4 = 40,
+  MKC_GGML_Q1_0 = 41,
+  MKC_GGML_Q2_0 = 42,
+  MKC_GGML_TYPE_COUNT = 43 /* ids are below this */
 };
 
 /* The block types mkc reads (dequant.c) and writes (quantize.c): X(TYPE, f) for
@@ -47,7 +52,7 @@ enum mkc_ggml_type {
   X(Q2_K, q2_k) X(Q3_K, q3_k) X(Q4_K, q4_k) X(Q5_K, q5_k) X(Q6_K, q6_k) \
   X(IQ2_XXS, iq2_xxs) X(IQ2_XS, iq2_xs) X(IQ2_S, iq2_s) X(IQ3_XXS, iq3_xxs) \
   X(IQ3_S, iq3_s) X(IQ1_S, iq1_s) X(IQ1_M, iq1_m) X(IQ4_NL, iq4_nl) X(IQ4_XS, iq4_xs) \
-  X(MXFP4, mxfp4)
+  X(MXFP4, mxfp4) X(NVFP4, nvfp4) X(TQ1_0, tq1_0) X(TQ2_0, tq2_0) X(Q1_0, q1_0) X(Q2_0, q2_0)
 /* clang-format on */
 /* A table entry of the list: [MKC_GGML_TYPE] = block_f, */
 #define MKC_BLOCK_FN(TYPE, f) [MKC_GGML_##TYPE] = block_##f,
@@ -82,6 +87,10 @@ extern const int8_t mkc_iq4nl_levels[16];
  * their negatives), so a block's E8M0 scale byte e counts 2^(e - 128): mkc_e8m0_half. */
 extern const int8_t mkc_mxfp4_levels[16];
 float mkc_e8m0_half(uint8_t e);
+
+/* NVFP4's scale byte (unsigned E4M3: 4 exponent bits biased by 7, 3 mantissa bits; bit 7 unused;
+ * 0 and 0x7f are 0) as a float, halved as MXFP4's is: the levels are mkc_mxfp4_levels. */
+float mkc_ue4m3_half(uint8_t e);
 
 /* The sub-block of 16 that element e (< 256) of a Q2_K or Q3_K block is in:
  * 8 n + 2 j + l / 16 for e = 128 n + 32 j + l. */

@@ -1,6 +1,6 @@
 /* See quant_mix.h. The rules are llama.cpp's (src/llama-quant.cpp), restated
- * for the file types mkc writes; the Falcon and MXFP4_MOE branches are left
- * out (mkc reads neither). */
+ * for the file types mkc writes; the Falcon branch is left out (mkc does not
+ * read Falcon). */
 #include "quant_mix.h"
 
 #include <stdio.h>
@@ -40,28 +40,53 @@ enum {
   FT_IQ4_XS = 30,
   FT_IQ1_M = 31,
   FT_BF16 = 32,
+  FT_TQ1_0 = 36,
+  FT_TQ2_0 = 37,
+  FT_MXFP4_MOE = 38,
+  FT_Q1_0 = 40,
+  FT_Q2_0 = 41,
 };
 
 /* llama-quantize's names; Q3_K, Q4_K and Q5_K are its aliases of the _M mixes. The last field:
  * llama-quantize refuses the mix without an importance matrix. */
-static const mkc_quant_ftype FTYPES[] = {
-    {"Q4_0", FT_Q4_0, MKC_GGML_Q4_0, 0},       {"Q4_1", FT_Q4_1, MKC_GGML_Q4_1, 0},
-    {"Q5_0", FT_Q5_0, MKC_GGML_Q5_0, 0},       {"Q5_1", FT_Q5_1, MKC_GGML_Q5_1, 0},
-    {"Q8_0", FT_Q8_0, MKC_GGML_Q8_0, 0},       {"Q2_K", FT_Q2_K, MKC_GGML_Q2_K, 0},
-    {"Q2_K_S", FT_Q2_K_S, MKC_GGML_Q2_K, 1},   {"Q3_K", FT_Q3_K_M, MKC_GGML_Q3_K, 0},
-    {"Q3_K_S", FT_Q3_K_S, MKC_GGML_Q3_K, 0},   {"Q3_K_M", FT_Q3_K_M, MKC_GGML_Q3_K, 0},
-    {"Q3_K_L", FT_Q3_K_L, MKC_GGML_Q3_K, 0},   {"Q4_K", FT_Q4_K_M, MKC_GGML_Q4_K, 0},
-    {"Q4_K_S", FT_Q4_K_S, MKC_GGML_Q4_K, 0},   {"Q4_K_M", FT_Q4_K_M, MKC_GGML_Q4_K, 0},
-    {"Q5_K", FT_Q5_K_M, MKC_GGML_Q5_K, 0},     {"Q5_K_S", FT_Q5_K_S, MKC_GGML_Q5_K, 0},
-    {"Q5_K_M", FT_Q5_K_M, MKC_GGML_Q5_K, 0},   {"Q6_K", FT_Q6_K, MKC_GGML_Q6_K, 0},
-    {"IQ4_NL", FT_IQ4_NL, MKC_GGML_IQ4_NL, 0}, {"IQ4_XS", FT_IQ4_XS, MKC_GGML_IQ4_XS, 0},
-    {"IQ3_S", FT_IQ3_S, MKC_GGML_IQ3_S, 0},    {"IQ3_M", FT_IQ3_M, MKC_GGML_IQ3_S, 0},
-    {"IQ3_XS", FT_IQ3_XS, MKC_GGML_IQ3_S, 1},  {"IQ3_XXS", FT_IQ3_XXS, MKC_GGML_IQ3_XXS, 1},
-    {"IQ2_M", FT_IQ2_M, MKC_GGML_IQ2_S, 1},    {"IQ2_S", FT_IQ2_S, MKC_GGML_IQ2_XS, 1},
-    {"IQ2_XS", FT_IQ2_XS, MKC_GGML_IQ2_XS, 1}, {"IQ2_XXS", FT_IQ2_XXS, MKC_GGML_IQ2_XXS, 1},
-    {"IQ1_M", FT_IQ1_M, MKC_GGML_IQ1_M, 1},    {"IQ1_S", FT_IQ1_S, MKC_GGML_IQ1_S, 1},
-    {"F16", FT_F16, MKC_GGML_F16, 0},          {"BF16", FT_BF16, MKC_GGML_BF16, 0},
-    {"F32", FT_F32, MKC_GGML_F32, 0}};
+static const mkc_quant_ftype FTYPES[] = {{"Q4_0", FT_Q4_0, MKC_GGML_Q4_0, 0},
+                                         {"Q4_1", FT_Q4_1, MKC_GGML_Q4_1, 0},
+                                         {"Q5_0", FT_Q5_0, MKC_GGML_Q5_0, 0},
+                                         {"Q5_1", FT_Q5_1, MKC_GGML_Q5_1, 0},
+                                         {"Q8_0", FT_Q8_0, MKC_GGML_Q8_0, 0},
+                                         {"Q2_K", FT_Q2_K, MKC_GGML_Q2_K, 0},
+                                         {"Q2_K_S", FT_Q2_K_S, MKC_GGML_Q2_K, 1},
+                                         {"Q3_K", FT_Q3_K_M, MKC_GGML_Q3_K, 0},
+                                         {"Q3_K_S", FT_Q3_K_S, MKC_GGML_Q3_K, 0},
+                                         {"Q3_K_M", FT_Q3_K_M, MKC_GGML_Q3_K, 0},
+                                         {"Q3_K_L", FT_Q3_K_L, MKC_GGML_Q3_K, 0},
+                                         {"Q4_K", FT_Q4_K_M, MKC_GGML_Q4_K, 0},
+                                         {"Q4_K_S", FT_Q4_K_S, MKC_GGML_Q4_K, 0},
+                                         {"Q4_K_M", FT_Q4_K_M, MKC_GGML_Q4_K, 0},
+                                         {"Q5_K", FT_Q5_K_M, MKC_GGML_Q5_K, 0},
+                                         {"Q5_K_S", FT_Q5_K_S, MKC_GGML_Q5_K, 0},
+                                         {"Q5_K_M", FT_Q5_K_M, MKC_GGML_Q5_K, 0},
+                                         {"Q6_K", FT_Q6_K, MKC_GGML_Q6_K, 0},
+                                         {"IQ4_NL", FT_IQ4_NL, MKC_GGML_IQ4_NL, 0},
+                                         {"IQ4_XS", FT_IQ4_XS, MKC_GGML_IQ4_XS, 0},
+                                         {"IQ3_S", FT_IQ3_S, MKC_GGML_IQ3_S, 0},
+                                         {"IQ3_M", FT_IQ3_M, MKC_GGML_IQ3_S, 0},
+                                         {"IQ3_XS", FT_IQ3_XS, MKC_GGML_IQ3_S, 1},
+                                         {"IQ3_XXS", FT_IQ3_XXS, MKC_GGML_IQ3_XXS, 1},
+                                         {"IQ2_M", FT_IQ2_M, MKC_GGML_IQ2_S, 1},
+                                         {"IQ2_S", FT_IQ2_S, MKC_GGML_IQ2_XS, 1},
+                                         {"IQ2_XS", FT_IQ2_XS, MKC_GGML_IQ2_XS, 1},
+                                         {"IQ2_XXS", FT_IQ2_XXS, MKC_GGML_IQ2_XXS, 1},
+                                         {"IQ1_M", FT_IQ1_M, MKC_GGML_IQ1_M, 1},
+                                         {"IQ1_S", FT_IQ1_S, MKC_GGML_IQ1_S, 1},
+                                         {"TQ1_0", FT_TQ1_0, MKC_GGML_TQ1_0, 0},
+                                         {"TQ2_0", FT_TQ2_0, MKC_GGML_TQ2_0, 0},
+                                         {"Q1_0", FT_Q1_0, MKC_GGML_Q1_0, 0},
+                                         {"Q2_0", FT_Q2_0, MKC_GGML_Q2_0, 0},
+                                         {"MXFP4_MOE", FT_MXFP4_MOE, MKC_GGML_MXFP4, 0},
+                                         {"F16", FT_F16, MKC_GGML_F16, 0},
+                                         {"BF16", FT_BF16, MKC_GGML_BF16, 0},
+                                         {"F32", FT_F32, MKC_GGML_F32, 0}};
 
 const mkc_quant_ftype *mkc_quant_ftype_named(const char *name) {
   for (size_t i = 0; i < sizeof FTYPES / sizeof *FTYPES; i++)
@@ -209,20 +234,26 @@ static uint32_t mix_lowest(mkc_quant_mix *m, enum kind k, const char *name, uint
   return type;
 }
 
-/* The mix's type for a quantized matrix of kind k (type: the file type's base). */
-static uint32_t mix(mkc_quant_mix *m, enum kind k, const char *name, int64_t cols, uint32_t type) {
+/* The mix's type for a quantized matrix of kind k (type: the file type's base; n_dims: its
+ * dimensions, 3 for experts stacked). */
+static uint32_t mix(mkc_quant_mix *m, enum kind k, const char *name, int n_dims, int64_t cols,
+                    uint32_t type) {
   int ft = m->ft->ftype, n = m->n_layer;
   if (k == OUTPUT || (m->tied && k == TOKEN_EMBD)) {
     if (m->output_type != MKC_QUANT_NO_TYPE) return m->output_type;
+    if (ft == FT_MXFP4_MOE) return MKC_GGML_Q8_0;
     const mkc_ggml_type_info *t = mkc_ggml_type(type);
     if (cols % t->block != 0) return MKC_GGML_Q8_0;
     if (lowest_bits(ft) || ft == FT_IQ3_XXS) return MKC_GGML_Q5_K;
     return type == MKC_GGML_Q8_0 ? type : MKC_GGML_Q6_K;
   }
+  if (ft == FT_MXFP4_MOE) /* the experts MXFP4, every other matrix Q8_0 */
+    return n_dims > 2 ? MKC_GGML_MXFP4 : MKC_GGML_Q8_0;
   if (k == TOKEN_EMBD) {
     if (ft == FT_IQ2_XXS || ft == FT_IQ2_XS || ft == FT_IQ1_S || ft == FT_IQ1_M)
       return MKC_GGML_Q2_K;
     if (ft == FT_IQ2_S || ft == FT_IQ2_M || ft == FT_IQ3_XXS) return MKC_GGML_IQ3_S;
+    if (ft == FT_TQ1_0 || ft == FT_TQ2_0 || ft == FT_Q2_0) return MKC_GGML_Q4_K;
     return type;
   }
   if (lowest_bits(ft)) return mix_lowest(m, k, name, type);
@@ -313,6 +344,9 @@ static uint32_t fallback(uint32_t type, int64_t cols) {
     break;
   case MKC_GGML_Q2_K:
   case MKC_GGML_Q3_K:
+  case MKC_GGML_TQ1_0:
+  case MKC_GGML_TQ2_0:
+  case MKC_GGML_Q2_0:
     to = MKC_GGML_Q4_0;
     break;
   case MKC_GGML_Q4_K:
@@ -324,8 +358,9 @@ static uint32_t fallback(uint32_t type, int64_t cols) {
   case MKC_GGML_Q6_K:
     to = MKC_GGML_Q8_0;
     break;
-  default:
-    return MKC_QUANT_NO_TYPE;
+  default: /* a type of 32 has none smaller: F16; Q1_0 and NVFP4 none at all */
+    if (mkc_ggml_type(type)->block > 32) return MKC_QUANT_NO_TYPE;
+    return MKC_GGML_F16;
   }
   return cols % mkc_ggml_type(to)->block == 0 ? to : MKC_GGML_F16;
 }
@@ -342,7 +377,7 @@ uint32_t mkc_quant_type(mkc_quant_mix *m, const char *name, int n_dims, int64_t 
   if (override != MKC_QUANT_NO_TYPE)
     type = override;
   else if (!m->pure)
-    type = mix(m, k, name, cols, type);
+    type = mix(m, k, name, n_dims, cols, type);
   if (cols % mkc_ggml_type(type)->block == 0) return type;
   *fell_back = type;
   m->n_fallback++;

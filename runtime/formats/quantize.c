@@ -31,13 +31,16 @@
  *         32.5 and >= the other sign's / 31.5); d (f16) is the largest step /
  *         127, the int8 scales rounded up in magnitude and signed.
  *   IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S: groups on the nearest entry of
- *         the format's grid (quantize_iq.c); no bound of this kind. */
+ *         the format's grid (quantize_iq.c); no bound of this kind.
+ *   TQ1_0, TQ2_0, Q1_0, Q2_0, NVFP4: ggml's own reference rules, byte for byte
+ *         (quantize_low.c); no bound of this kind either. */
 #include "quantize.h"
 
 #include <math.h>
 #include <string.h>
 
 #include "dequant.h"
+#include "quantize_low.h"
 #include "quantize_iq.h"
 #include "quantize_pack.h"
 #include "util/parts.h"
@@ -353,6 +356,13 @@ static void block_iq3_xxs(const float *x, uint8_t *b) { mkc_quantize_iq3_xxs(x, 
 static void block_iq3_s(const float *x, uint8_t *b) { mkc_quantize_iq3_s(x, NULL, b); }
 static void block_iq1_s(const float *x, uint8_t *b) { mkc_quantize_iq1_s(x, NULL, b); }
 static void block_iq1_m(const float *x, uint8_t *b) { mkc_quantize_iq1_m(x, NULL, b); }
+
+/* TQ1_0, TQ2_0, Q1_0, Q2_0, NVFP4: ggml's reference rules (quantize_low.c). */
+static void block_tq1_0(const float *x, uint8_t *b) { mkc_quantize_tq1_0(x, b); }
+static void block_tq2_0(const float *x, uint8_t *b) { mkc_quantize_tq2_0(x, b); }
+static void block_q1_0(const float *x, uint8_t *b) { mkc_quantize_q1_0(x, b); }
+static void block_q2_0(const float *x, uint8_t *b) { mkc_quantize_q2_0(x, b); }
+static void block_nvfp4(const float *x, uint8_t *b) { mkc_quantize_nvfp4(x, b); }
 
 typedef void (*block_writer)(const float *x, uint8_t *b);
 

@@ -11,7 +11,8 @@
 #include <stdint.h>
 
 /* Encodes n floats at src as F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K,
- * Q3_K, Q4_K, Q5_K, Q6_K, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ4_NL, IQ4_XS or MXFP4 at dst:
+ * Q3_K, Q4_K, Q5_K, Q6_K, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ4_NL, IQ4_XS, MXFP4, NVFP4,
+ * TQ1_0, TQ2_0, Q1_0 or Q2_0 at dst:
  * little-endian bytes as in a GGUF file, n / block
  * * block_bytes of them. Returns 0, or -1 for another type or an n that is not a multiple of the
  * type's block. The inputs are meant to be finite: a block whose scale would pass f16's largest
@@ -27,7 +28,8 @@ int mkc_quantize_parallel(uint32_t type, const float *src, size_t n, void *dst, 
  * does, but with each block's scales fitted for the least weighted squared error sum w (x - x')^2
  * (quantize_fit.c), w = importance[column] (an importance matrix's means of squared inputs;
  * NULL: 1): never more error per block than mkc_quantize's covering scales. Types without a fit
- * (mkc_quantize_has_fit 0: Q8_0, the grid types, MXFP4, the floats) are written as mkc_quantize
+ * (mkc_quantize_has_fit 0: Q8_0, the grid types, MXFP4, NVFP4, the ternary and
+ * one- and two-bit types, the floats) are written as mkc_quantize
  * writes them, importance unused. Up to threads threads; 0 or -1 (a type or cols it cannot). */
 int mkc_quantize_fit(uint32_t type, const float *src, size_t rows, size_t cols,
                      const float *importance, void *dst, int threads);

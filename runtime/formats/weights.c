@@ -107,7 +107,9 @@ int mkc_weight_block_type(int type) {
          type == MKC_GGML_Q6_K || type == MKC_GGML_IQ4_NL || type == MKC_GGML_IQ4_XS ||
          type == MKC_GGML_IQ2_XXS || type == MKC_GGML_IQ2_XS || type == MKC_GGML_IQ2_S ||
          type == MKC_GGML_IQ3_XXS || type == MKC_GGML_IQ3_S || type == MKC_GGML_IQ1_S ||
-         type == MKC_GGML_IQ1_M || type == MKC_GGML_MXFP4;
+         type == MKC_GGML_IQ1_M || type == MKC_GGML_MXFP4 || type == MKC_GGML_NVFP4 ||
+         type == MKC_GGML_TQ1_0 || type == MKC_GGML_TQ2_0 || type == MKC_GGML_Q1_0 ||
+         type == MKC_GGML_Q2_0;
 }
 
 void mkc_tensor_row_f32(const mkc_tensor *t, int r, float *out) {

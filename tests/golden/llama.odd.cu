@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph af03e9d6dcd5419b, templates 394014980c372583, options 22f3ac7b51cc1f37
+ * hashes:  graph af03e9d6dcd5419b, templates 939a55db278c4303, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 127296 floats, KV 36864 bf16, weights 147072 bf16, smem 39872 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -1028,6 +1028,11 @@ MKC_DEVICE int mkc_slots_begin(mkc_state *st, int vocab, int max_ctx, int t_max,
 #define MKC_W_IQ1_M 29
 #define MKC_W_BF16 30
 #define MKC_W_MXFP4 39
+#define MKC_W_NVFP4 40
+#define MKC_W_TQ1_0 34
+#define MKC_W_TQ2_0 35
+#define MKC_W_Q1_0 41
+#define MKC_W_Q2_0 42
 
 /* A matrix: its first row, the bytes from one row to the next, its type. */
 typedef struct mkc_wmat {
@@ -1086,13 +1091,50 @@ MKC_DEVICE float mkc_e8m0_half(unsigned e) {
   return mkc_bits_f32(e < 2u ? 0x00200000u << e : (e - 1u) << 23);
 }
 
+#ifdef MKC_W_USES_NVFP4
+/* NVFP4's scale byte e (unsigned E4M3, bit 7 unused) halved as mkc_e8m0_half's: (8 + man) 2^(exp -
+ * 11), or man 2^-10 where exp is 0; 0x7f is 0 (ggml's ggml_ue4m3_to_fp32). */
+MKC_DEVICE float mkc_ue4m3_half(unsigned e) {
+  unsigned exp = e >> 3 & 15u, man = e & 7u;
+  float v = exp ? mkc_bits_f32((exp + 119u) << 23 | man << 20) : (float)man * 9.765625e-4f;
+  return e == 0x7fu ? 0.0f : v;
+}
+#endif
+
+#ifdef MKC_W_USES_Q2_0
+/* The 2-bit fields of 16 bits (field i: bits 2i, 2i + 1) as bytes: field i to bit 8i. */
+MKC_DEVICE unsigned long long mkc_pairs_x8(unsigned w) {
+  unsigned long long x = w & 0xffffu;
+  x = (x | x << 24) & 0x000000ff000000ffull; /* fields 4..7 to bit 32 */
+  x = (x | x << 12) & 0x000f000f000f000full; /* then 2, 3 of each half up 16 */
+  return (x | x << 6) & MKC_LOW_PAIRS;       /* then the odd ones up 8 */
+}
+#endif
+
+#ifdef MKC_W_USES_TQ1_0
+/* Each byte of v times p, mod 256, even and odd bytes apart in 16-bit lanes (no carry between). */
+MKC_DEVICE unsigned long long mkc_bytes_times(unsigned long long v, unsigned p) {
+  const unsigned long long m = 0x00ff00ff00ff00ffull;
+  return ((v & m) * p & m) | ((v >> 8 & m) * p & m) << 8;
+}
+/* Trit n (0: the top one) of each byte of v, a TQ1_0 byte of 5 (dequant.c's tq1_trit): times 3^n
+ * brings it to the top, times 3 over 256 reads it. */
+MKC_DEVICE unsigned long long mkc_trits_x8(unsigned long long v, int n) {
+  const unsigned long long m = 0x00ff00ff00ff00ffull;
+  unsigned p = n == 0 ? 1u : n == 1 ? 3u : n == 2 ? 9u : n == 3 ? 27u : 81u;
+  unsigned long long t = mkc_bytes_times(v, p);
+  return ((t & m) * 3u >> 8 & m) | ((t >> 8 & m) * 3u >> 8 & m) << 8;
+}
+#endif
+
 #if defined(MKC_W_USES_IQ2_XXS) || defined(MKC_W_USES_IQ2_XS) || defined(MKC_W_USES_IQ2_S) ||      \
     defined(MKC_W_USES_IQ3_XXS) || defined(MKC_W_USES_IQ3_S)
 #define MKC_W_USES_IQ_SIGNS 1 /* the grid types with a sign per value (mkc_iq_codes) */
 #endif
 
-#if defined(MKC_W_USES_Q5_0) || defined(MKC_W_USES_Q5_1) || defined(MKC_W_USES_IQ_SIGNS)
-/* Bit k of b as bit 0 of byte k: the fifth bits of a chunk's 8 codes, or its signs. */
+#if defined(MKC_W_USES_Q5_0) || defined(MKC_W_USES_Q5_1) || defined(MKC_W_USES_IQ_SIGNS) ||        \
+    defined(MKC_W_USES_Q1_0)
+/* Bit k of b as bit 0 of byte k: the fifth bits of a chunk's 8 codes, its signs, or Q1_0's bits. */
 MKC_DEVICE unsigned long long mkc_spread8(unsigned b) {
   /* byte k keeps bit k of b (0 or 2^k); adding 0x7f carries it to bit 7, never into byte k + 1 */
   unsigned long long x =
@@ -1113,7 +1155,8 @@ MKC_DEVICE unsigned long long mkc_iq_codes(unsigned long long v, unsigned signs)
 MKC_DEVICE unsigned mkc_iq_sign_byte(unsigned i) { return i | (unsigned)(mkc_popc(i) & 1) << 7; }
 #endif
 
-#if defined(MKC_W_USES_IQ4_NL) || defined(MKC_W_USES_IQ4_XS) || defined(MKC_W_USES_MXFP4)
+#if defined(MKC_W_USES_IQ4_NL) || defined(MKC_W_USES_IQ4_XS) || defined(MKC_W_USES_MXFP4) ||       \
+    defined(MKC_W_USES_NVFP4)
 /* A table of 16 signed byte levels, looked up 4 at a time: q holds 4 indices (0..15) in its
  * bytes; levels 0..7 are the bytes of the words lo[0], lo[1], levels 8..15 those of hi[0], hi[1].
  */
@@ -1363,6 +1406,64 @@ MKC_DEVICE int mkc_wchunk_q(int type, const unsigned char *row, int c, int cl, f
     mkc_levels_chunk(mkc_load_weight8_a1(b + 1 + (cl & 1) * 8) >> (cl & 2) * 2 & MKC_LOW_NIBBLES, 1,
                      q);
     dm[0] = mkc_e8m0_half(mkc_load_weight1(b));
+    return 0;
+  }
+#endif
+#ifdef MKC_W_USES_NVFP4
+  case MKC_W_NVFP4: { /* 36 per 64: 4 UE4M3 scale bytes (one per 16), then per 16 8 bytes of
+                       * nibbles (low: elements 0..7, high: 8..15) indexing MXFP4's levels.
+                       * 4-aligned */
+    const unsigned char *b = row + (c >> 3) * 36;
+    int s = (cl & 7) >> 1;
+    mkc_levels_chunk(mkc_load_weight8_a4(b + 4 + 8 * s) >> (cl & 1) * 4 & MKC_LOW_NIBBLES, 1, q);
+    dm[0] = mkc_ue4m3_half(mkc_load_weight1(b + s));
+    return 0;
+  }
+#endif
+#ifdef MKC_W_USES_Q1_0
+  case MKC_W_Q1_0: { /* 18 per 128: f16 d, a bit per element (bit i % 8 of byte i / 8); x = d * (2
+                      * bit - 1), exactly the reference's bit ? d : -d */
+    const unsigned char *b = row + (c >> 4) * 18;
+    unsigned bits = mkc_load_weight2(b + 2 + (cl & 14)) >> 8 * (cl & 1) & 255u;
+    mkc_u8x8_minus_f32(mkc_spread8(bits) << 1, 1.0f, q);
+    dm[0] = mkc_f16_at(b);
+    return 0;
+  }
+#endif
+#ifdef MKC_W_USES_Q2_0
+  case MKC_W_Q2_0: { /* 18 per 64: f16 d, 2 bits per element (bits 2 (i % 4) of byte i / 4); x = d
+                      * * (code - 1) */
+    const unsigned char *b = row + (c >> 3) * 18;
+    mkc_u8x8_minus_f32(mkc_pairs_x8(mkc_load_weight2(b + 2 + 2 * (cl & 7))), 1.0f, q);
+    dm[0] = mkc_f16_at(b);
+    return 0;
+  }
+#endif
+#ifdef MKC_W_USES_TQ2_0
+  case MKC_W_TQ2_0: { /* 66 per 256: codes as Q2_K's pairs (element 128 n + 32 l + m: bits 2 l of
+                       * byte 32 n + m), f16 d at 64; x = d * (code - 1). 2-aligned */
+    const unsigned char *b = row + (c >> 5) * 66;
+    int e = cl * 8, n = e >> 7, l = (e >> 5) & 3, m = e & 31;
+    mkc_u8x8_minus_f32(mkc_load_weight8_a2(b + 32 * n + m) >> 2 * l & MKC_LOW_PAIRS, 1.0f, q);
+    dm[0] = mkc_f16_at(b + 64);
+    return 0;
+  }
+#endif
+#ifdef MKC_W_USES_TQ1_0
+  case MKC_W_TQ1_0: { /* 54 per 256: bytes of 5 trits (0..31: elements 32 n + m; 32..47: 160 + 16 n
+                       * + m), 4 of 4 trits (48 + j: 240 + 4 n + j), f16 d at 52; x = d * (trit -
+                       * 1). Chunks 30 and 31 read trits 2 (cl - 30) and the next of bytes 48..51:
+                       * the next is trit n of the bytes times 3. 2-aligned */
+    const unsigned char *b = row + (c >> 5) * 54;
+    int off = cl < 20 ? 8 * (cl & 3) : cl < 30 ? 32 + 8 * (cl & 1) : 46;
+    int n = cl < 20 ? cl >> 2 : cl < 30 ? (cl - 20) >> 1 : 2 * (cl - 30);
+    unsigned long long v = mkc_load_weight8_a2(b + off);
+    if (cl >= 30) { /* bytes 46..53: the 4 bytes of 4 at 2..5 */
+      unsigned long long h = v >> 16 & 0xffffffffull;
+      v = h | mkc_bytes_times(h, 3u) << 32;
+    }
+    mkc_u8x8_minus_f32(mkc_trits_x8(v, n), 1.0f, q);
+    dm[0] = mkc_f16_at(b + 52);
     return 0;
   }
 #endif
@@ -2645,8 +2746,8 @@ MKC_DEVICE void mkc_dot_row_block(mkc_wmat w, int rows, int r0, int step, int n_
   mkc_dot_rows(wr, next, MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
 }
 
-/* Bytes per storage block of the type (ggml's; bf16: a chunk's 16), whose elements are 32, or 256
- * where the type's blocks are (mkc_wtype_chunks). */
+/* Bytes per storage block of the type (ggml's; bf16: a chunk's 16), whose elements are 8 times
+ * mkc_wtype_chunks. */
 MKC_DEVICE int mkc_wtype_block_bytes(int type) {
   switch (type) {
   case MKC_W_Q8_0:
@@ -2663,6 +2764,15 @@ MKC_DEVICE int mkc_wtype_block_bytes(int type) {
     return 18;
   case MKC_W_MXFP4:
     return 17;
+  case MKC_W_NVFP4:
+    return 36;
+  case MKC_W_Q1_0:
+  case MKC_W_Q2_0:
+    return 18;
+  case MKC_W_TQ1_0:
+    return 54;
+  case MKC_W_TQ2_0:
+    return 66;
   case MKC_W_Q2_K:
     return 84;
   case MKC_W_Q3_K:
@@ -2707,6 +2817,11 @@ MKC_DEVICE int mkc_wtype_chunks(int type) {
   case MKC_W_IQ4_NL:
   case MKC_W_MXFP4:
     return 4;
+  case MKC_W_NVFP4:
+  case MKC_W_Q2_0:
+    return 8;
+  case MKC_W_Q1_0:
+    return 16;
   default:
     return 32; /* the types of 256 */
   }
@@ -6129,7 +6244,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {21760, 27008, 28800, 21632, 0, 9216, 30592, 35968, 48384, 35840, 60800},
   {73600, 78848, 80640, 73472, 18432, 27648, 82432, 87808, 100224, 87680, 112640},
 };
-#line 6133 "llama.odd.cu"
+#line 6248 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
