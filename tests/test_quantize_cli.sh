@@ -113,6 +113,46 @@ if "$mkc" quantize "$tmp/moe.gguf" "$tmp/moe_mx.gguf" MXFP4_MOE >/dev/null 2>"$t
 else
   fail "quantize moe-tiny MXFP4_MOE" "$(cat "$tmp/err")"
 fi
+# --prune-layers 0 of blocks-tiny's 2: blk.1's tensors as blk.0's (the bytes quantizing the whole
+# gives blk.1), block_count 1, the rest as they were; it runs, the reference's tokens
+"$mkc" quantize "$tmp/blocks.gguf" "$tmp/b8.gguf" Q8_0 >/dev/null 2>&1
+if "$mkc" quantize --prune-layers 0 "$tmp/blocks.gguf" "$tmp/pruned.gguf" Q8_0 >/dev/null 2>"$tmp/err"; then
+  want=$(dump "$tmp/b8.gguf" | awk '$1 == "tensor" && $2 !~ /^blk\.0\./ { sub(/^blk\.1\./, "blk.0.", $2); print }' | sort)
+  got=$(dump "$tmp/pruned.gguf" | grep '^tensor' | sort)
+  [ "$got" = "$want" ] && dump "$tmp/pruned.gguf" | grep -qx 'kv llama.block_count 1' \
+    && ok "--prune-layers 0: blk.1 as blk.0, byte for byte, block_count 1" \
+    || fail "--prune-layers 0" "$(diff <(echo "$got") <(echo "$want") | head -4)"
+  a=$("$mkc" run -m "$tmp/pruned.gguf" --prompt-ids 3,1,4,1,5 -n 8 --backend cpu 2>/dev/null)
+  b=$("$mkc" run -m "$tmp/pruned.gguf" --prompt-ids 3,1,4,1,5 -n 8 --backend ref 2>/dev/null)
+  [ -n "$a" ] && [ "$a" = "$b" ] && ok "--prune-layers 0: one layer runs, the reference's tokens ($a)" \
+    || fail "--prune-layers 0: runs" "$a / $b"
+else
+  fail "quantize --prune-layers 0" "$(cat "$tmp/err")"
+fi
+expect_error "--prune-layers past the last layer" \
+  "mkc: error: quantize: --prune-layers: layer 2: the model has 2 (0 to 1)" \
+  -- quantize --prune-layers 1,2 "$tmp/blocks.gguf" "$tmp/x.gguf" Q8_0
+expect_error "--prune-layers of every layer" \
+  "mkc: error: quantize: --prune-layers: every one of the 2 layers" \
+  -- quantize --prune-layers 1,0,1 "$tmp/blocks.gguf" "$tmp/x.gguf" Q8_0
+expect_error "--prune-layers with a word" \
+  "mkc: error: quantize: --prune-layers: expected layer numbers 0, 1, ... separated by commas, got '1,x'" \
+  -- quantize --prune-layers 1,x "$tmp/blocks.gguf" "$tmp/x.gguf" Q8_0
+# COPY: every tensor as it was; general.file_type llama.cpp's guess (BF16's 32, + 1024: guessed)
+if "$mkc" quantize "$tmp/blocks.gguf" "$tmp/copy.gguf" COPY >/dev/null 2>"$tmp/err"; then
+  cmp -s <(dump "$tmp/copy.gguf" | grep '^tensor' | sort) <(dump "$tmp/blocks.gguf" | grep '^tensor' | sort) \
+    && dump "$tmp/copy.gguf" | grep -qx 'kv general.file_type 1056' \
+    && ok "COPY: every tensor as it was, general.file_type 1056 (BF16, guessed)" \
+    || fail "COPY" "$(dump "$tmp/copy.gguf" | grep file_type)"
+else
+  fail "quantize COPY" "$(cat "$tmp/err")"
+fi
+# IN TYPE: OUT is IN's folder's ggml-model-TYPE.gguf; TYPE by llama.cpp's number (7: Q8_0)
+mkdir -p "$tmp/in" && cp "$tmp/blocks.gguf" "$tmp/in/m.gguf"
+"$mkc" quantize "$tmp/in/m.gguf" 7 2 >/dev/null 2>"$tmp/err" \
+  && cmp -s <(dump "$tmp/in/ggml-model-Q8_0.gguf") <(dump "$tmp/b8.gguf") \
+  && ok "IN 7 2: IN's folder's ggml-model-Q8_0.gguf, Q8_0's file (7 is Q8_0's number; 2 threads)" \
+  || fail "IN TYPE" "$(cat "$tmp/err")" "$(ls "$tmp/in")"
 [ ! -e "$tmp/dry.gguf" ] && ok "--dry-run writes no file" || fail "--dry-run wrote $tmp/dry.gguf"
 # --pure, --output-tensor-type, --token-embedding-type, --tensor-type, --leave-output-tensor
 flags=(--pure --token-embedding-type q8_0 --tensor-type 'attn_(q|k)\.=q5_k' --output-tensor-type f16)
@@ -242,7 +282,7 @@ else
 fi
 
 # refusals
-ftypes="Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q2_K_S, Q3_K, Q3_K_S, Q3_K_M, Q3_K_L, Q4_K, Q4_K_S, Q4_K_M, Q5_K, Q5_K_S, Q5_K_M, Q6_K, IQ4_NL, IQ4_XS, IQ3_S, IQ3_M, IQ3_XS, IQ3_XXS, IQ2_M, IQ2_S, IQ2_XS, IQ2_XXS, IQ1_M, IQ1_S, TQ1_0, TQ2_0, Q1_0, Q2_0, MXFP4_MOE, F16, BF16, F32"
+ftypes="Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q2_K_S, Q3_K, Q3_K_S, Q3_K_M, Q3_K_L, Q4_K, Q4_K_S, Q4_K_M, Q5_K, Q5_K_S, Q5_K_M, Q6_K, IQ4_NL, IQ4_XS, IQ3_S, IQ3_M, IQ3_XS, IQ3_XXS, IQ2_M, IQ2_S, IQ2_XS, IQ2_XXS, IQ1_M, IQ1_S, TQ1_0, TQ2_0, Q1_0, Q2_0, MXFP4_MOE, F16, BF16, F32, COPY"
 types="F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ4_NL, IQ4_XS, MXFP4, NVFP4, TQ1_0, TQ2_0, Q1_0, Q2_0"
 expect_error "a type llama-quantize does not make" \
   "mkc: error: quantize: 'Q7_K' is not a type llama-quantize makes ($ftypes)" -- quantize "$tmp/tiny.gguf" "$tmp/x.gguf" Q7_K
@@ -292,8 +332,12 @@ expect_error "--override-kv without a type" \
   -- quantize --override-kv general.name=renamed "$tmp/blocks.gguf" "$tmp/x.gguf" Q4_K_M
 expect_error "THREADS out of range" "mkc: error: quantize: THREADS: expected 1 to 32, got '0'" \
   -- quantize "$tmp/blocks.gguf" "$tmp/x.gguf" Q4_K_M 0
-expect_error "too few arguments" "mkc: error: quantize: IN.gguf, OUT.gguf and TYPE are required" \
-  -- quantize "$tmp/blocks.gguf" Q4_K_M
+expect_error "IN alone" "mkc: error: quantize: IN.gguf and TYPE are required" \
+  -- quantize "$tmp/blocks.gguf"
+expect_error "IN and OUT, no TYPE" "mkc: error: quantize: IN.gguf, OUT.gguf and TYPE are required" \
+  -- quantize "$tmp/blocks.gguf" "$tmp/x.gguf"
+expect_error "one argument too many" "mkc: error: quantize: one argument too many: '3' (IN [OUT] TYPE [THREADS])" \
+  -- quantize "$tmp/blocks.gguf" "$tmp/x.gguf" Q4_K_M 2 3
 printf 'not a gguf file at all' >"$tmp/bad.gguf"
 expect_error "not a GGUF file" \
   "mkc: error: $tmp/bad.gguf: not a GGUF file: magic 6e 6f 74 20, expected 47 47 55 46 (\"GGUF\")" -- quantize "$tmp/bad.gguf" "$tmp/x.gguf" Q4_K_M

@@ -98,6 +98,12 @@ static int info_gguf(const char *path, const char *const *overrides, int n_overr
   printf("format: GGUF v%" PRIu32 ", %zu bytes, alignment %" PRIu64 ", %" PRIu64
          " metadata entries\n",
          f->version, f->size, f->alignment, f->n_kv);
+  if (f->n_split > 1) { /* a split model: the others' sizes, the tensors all files hold */
+    size_t all = f->size;
+    for (uint32_t k = 0; k + 1 < f->n_split; k++) all += f->shards[k]->size;
+    printf("split: %" PRIu32 " files, %zu bytes in all, through %s\n", f->n_split, all,
+           f->shards[f->n_split - 2]->path);
+  }
   printf("architecture: %s\n", mkc_shown(arch));
   printf("name: %s\n", mkc_shown(str_or_none(f, "general.name")));
   /* The architecture's own keys hold the sizes: block_count, embedding_length, ... */

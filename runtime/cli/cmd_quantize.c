@@ -21,7 +21,7 @@
 #include "util/files.h"
 
 static const char USAGE[] =
-    "usage: mkc quantize [options] IN.gguf OUT.gguf TYPE [THREADS]\n"
+    "usage: mkc quantize [options] IN.gguf [OUT.gguf] TYPE [THREADS]\n"
     "\n"
     "Writes IN's model in TYPE, as llama.cpp's llama-quantize does: its metadata\n"
     "copied (general.file_type set to TYPE's), each matrix in the type TYPE's mix\n"
@@ -40,6 +40,10 @@ static const char USAGE[] =
     "                         and with --imatrix\n"
     "                         IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ2_M, IQ3_XXS,\n"
     "                         IQ3_XS and Q2_K_S\n"
+    "                         (COPY: every tensor as it is: with --keep-split or\n"
+    "                         --prune-layers, a file cut or pruned; TYPE may also be\n"
+    "                         llama.cpp's number of the file type, 15 for Q4_K_M)\n"
+    "  OUT                    default: IN's folder's ggml-model-TYPE.gguf\n"
     "  THREADS                threads that encode (default: every core)\n"
     "  --allow-requantize     a matrix already quantized is decoded and encoded\n"
     "                         again (without it, refused: each pass adds error)\n"
@@ -60,10 +64,16 @@ static const char USAGE[] =
     "                         newlines\n"
     "  --override-kv KEY=TYPE:VALUE  metadata set in OUT (and read so by the rules),\n"
     "                         as llama.cpp's flag; repeatable\n"
-    "  --dry-run              the types and sizes, without writing OUT\n";
+    "  --dry-run              the types and sizes, without writing OUT\n"
+    "  --prune-layers L0,L1,...   those layers left out, the rest numbered on\n"
+    "                         (block_count set to the layers kept)\n"
+    "  --keep-split           OUT in as many files as IN (a split model, llama.cpp's\n"
+    "                         gguf-split's): OUT-00001-of-0000N.gguf, ..., each with\n"
+    "                         the tensors of IN's file of that number\n";
 
 #define MAX_OVERRIDES 1024 /* --tensor-type and --tensor-type-file's lines */
 #define MAX_NAMES 64       /* --include-weights, --exclude-weights, --override-kv */
+#define MAX_PRUNE 4096     /* --prune-layers */
 
 typedef struct override {
   regex_t re;
@@ -72,8 +82,10 @@ typedef struct override {
 
 typedef struct options {
   const char *in, *out, *imatrix;
+  char out_buf[4200]; /* out when made from IN and TYPE */
   const mkc_quant_ftype *ft;
-  int threads, requantize, dry_run;
+  int threads, requantize, dry_run, keep_split;
+  int prune[MAX_PRUNE], n_prune; /* --prune-layers, ascending, each once */
   override ov[MAX_OVERRIDES];
   int n_ov;
   const char *names[MAX_NAMES]; /* --include-weights or --exclude-weights */
@@ -154,6 +166,33 @@ static int tensor_type_file(options *o, const char *path) {
   return rc;
 }
 
+static int cmp_int(const void *a, const void *b) {
+  return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
+}
+
+/* --prune-layers L0,L1,...: layer numbers (0 up), kept ascending and each once; 0 or a usage
+ * error's status. */
+static int prune_layers(options *o, const char *v) {
+  for (const char *p = v;;) {
+    char *end;
+    long id = strtol(p, &end, 10);
+    if (end == p || id < 0 || id > 1000000 || (*end && *end != ','))
+      return usage("quantize: --prune-layers: expected layer numbers 0, 1, ... separated by "
+                   "commas, got '%s'",
+                   v);
+    if (o->n_prune == MAX_PRUNE) return usage("quantize: --prune-layers: more than %s", "4096");
+    o->prune[o->n_prune++] = (int)id;
+    if (!*end) break;
+    p = end + 1;
+  }
+  qsort(o->prune, (size_t)o->n_prune, sizeof *o->prune, cmp_int);
+  int n = 0;
+  for (int i = 0; i < o->n_prune; i++)
+    if (!n || o->prune[n - 1] != o->prune[i]) o->prune[n++] = o->prune[i];
+  o->n_prune = n;
+  return 0;
+}
+
 /* Reads argv into o and m's flags; 0, MKC_CLI_HELP, or a usage error's status. */
 static int parse(int argc, char **argv, options *o, mkc_quant_mix *m) {
   const char *pos[4];
@@ -164,7 +203,7 @@ static int parse(int argc, char **argv, options *o, mkc_quant_mix *m) {
                     strcmp(a, "--token-embedding-type") == 0 || strcmp(a, "--tensor-type") == 0 ||
                     strcmp(a, "--imatrix") == 0 || strcmp(a, "--include-weights") == 0 ||
                     strcmp(a, "--exclude-weights") == 0 || strcmp(a, "--tensor-type-file") == 0 ||
-                    strcmp(a, "--override-kv") == 0;
+                    strcmp(a, "--override-kv") == 0 || strcmp(a, "--prune-layers") == 0;
     if (has_value && i + 1 >= argc) return usage("quantize: %s needs a value", a);
     const char *v = has_value ? argv[++i] : NULL;
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -178,6 +217,10 @@ static int parse(int argc, char **argv, options *o, mkc_quant_mix *m) {
       m->pure = 1;
     else if (strcmp(a, "--dry-run") == 0)
       o->dry_run = 1;
+    else if (strcmp(a, "--keep-split") == 0)
+      o->keep_split = 1;
+    else if (strcmp(a, "--prune-layers") == 0)
+      rc = prune_layers(o, v);
     else if (strcmp(a, "--output-tensor-type") == 0)
       m->output_type = type_arg(a, v, &rc);
     else if (strcmp(a, "--token-embedding-type") == 0)
@@ -202,30 +245,45 @@ static int parse(int argc, char **argv, options *o, mkc_quant_mix *m) {
     } else if (a[0] == '-' && a[1])
       return usage("quantize: unknown option '%s'", a);
     else if (n_pos == 4)
-      return usage("quantize: one argument too many: '%s' (IN OUT TYPE [THREADS])", a);
+      return usage("quantize: one argument too many: '%s' (IN [OUT] TYPE [THREADS])", a);
     else
       pos[n_pos++] = a;
   }
   if (rc) return rc;
-  if (n_pos < 3) return usage("%s", "quantize: IN.gguf, OUT.gguf and TYPE are required");
+  if (n_pos < 2) return usage("%s", "quantize: IN.gguf and TYPE are required");
   if (o->n_names && !o->imatrix)
     return usage("quantize: %s: without --imatrix there are no entries to choose from",
                  o->include ? "--include-weights" : "--exclude-weights");
   o->in = pos[0];
-  o->out = pos[1];
-  if (!(o->ft = mkc_quant_ftype_named(pos[2]))) {
+  /* as llama-quantize: IN TYPE [THREADS] where the second is a type, else IN OUT TYPE [THREADS] */
+  int typed = mkc_quant_ftype_parse(pos[1]) != NULL, at = typed ? 1 : 2;
+  if (at >= n_pos) return usage("%s", "quantize: IN.gguf, OUT.gguf and TYPE are required");
+  if (!(o->ft = mkc_quant_ftype_parse(pos[at]))) {
     char msg[700];
     snprintf(msg, sizeof msg, "quantize: '%%s' is not a type llama-quantize makes (%s)",
              mkc_quant_ftype_names());
-    return usage(msg, pos[2]);
+    return usage(msg, pos[at]);
   }
-  if (n_pos == 4) {
+  if (at + 2 < n_pos)
+    return usage("quantize: one argument too many: '%s' (IN [OUT] TYPE [THREADS])", pos[at + 2]);
+  if (at + 1 < n_pos) {
     char *end;
-    long t = strtol(pos[3], &end, 10);
-    if (*end || end == pos[3] || t < 1 || t > 32)
-      return usage("quantize: THREADS: expected 1 to 32, got '%s'", pos[3]);
+    long t = strtol(pos[at + 1], &end, 10);
+    if (*end || end == pos[at + 1] || t < 1 || t > 32)
+      return usage("quantize: THREADS: expected 1 to 32, got '%s'", pos[at + 1]);
     o->threads = (int)t;
   }
+  if (typed) { /* IN's folder's ggml-model-TYPE.gguf */
+    const char *slash = strrchr(o->in, '/');
+    int dir = slash ? (int)(slash - o->in + 1) : 0;
+    snprintf(o->out_buf, sizeof o->out_buf, "%.*sggml-model-%s%s", dir, o->in, o->ft->name,
+             o->keep_split ? "" : ".gguf");
+  } else { /* --keep-split: OUT's .gguf is the shards' */
+    size_t n = strlen(pos[1]);
+    int cut = o->keep_split && n > 5 && strcmp(pos[1] + n - 5, ".gguf") == 0;
+    snprintf(o->out_buf, sizeof o->out_buf, "%.*s", (int)(cut ? n - 5 : n), pos[1]);
+  }
+  o->out = o->out_buf;
   return 0;
 }
 
@@ -255,14 +313,19 @@ static const char *type_name(uint32_t t) { return mkc_ggml_type(t)->name; }
 /* The writer's metadata: IN's, with general.file_type and general.quantization_version set and
  * a split file's keys left out (and an earlier importance matrix's, where imatrix_metadata
  * writes this one's). */
-static int copy_metadata(const mkc_gguf *f, int ftype, int new_imatrix, mkc_gguf_writer *w) {
+static int copy_metadata(const mkc_gguf *f, int ftype, int new_imatrix, const char *arch,
+                         int blocks, mkc_gguf_writer *w) {
   int have_ft = 0, have_qv = 0;
+  char block_count[200];
+  snprintf(block_count, sizeof block_count, "%s.block_count", arch);
   for (uint64_t k = 0; k < f->n_kv; k++) {
     const mkc_gguf_kv *kv = &f->kv[k];
     int rc;
     if (strncmp(kv->key, "split.", 6) == 0) continue;
     if (new_imatrix && strncmp(kv->key, "quantize.imatrix.", 17) == 0) continue;
-    if (strcmp(kv->key, "general.file_type") == 0)
+    if (blocks >= 0 && strcmp(kv->key, block_count) == 0)
+      rc = mkc_gguf_set_u32(w, kv->key, (uint32_t)blocks); /* --prune-layers */
+    else if (strcmp(kv->key, "general.file_type") == 0)
       have_ft = 1, rc = mkc_gguf_set_u32(w, kv->key, (uint32_t)ftype);
     else if (strcmp(kv->key, "general.quantization_version") == 0)
       have_qv = 1, rc = mkc_gguf_set_u32(w, kv->key, 2);
@@ -281,8 +344,17 @@ static uint64_t imatrix_size(const mkc_gguf_tensor *t) { return t->n_elems / (ui
 
 /* Whether the importance matrix's entry for t, if any, has its size. Not: false after
  * llama.cpp's error, but for token_embd, which it quantizes unweighted, as llama.cpp does. */
+/* The name tensor t had in IN (--prune-layers renames the layers kept): what the importance
+ * matrix calls it. */
+static const char *const *source_names; /* [the file's tensors], NULL where unchanged */
+static const char *source_name(const mkc_gguf *f, const mkc_gguf_tensor *t) {
+  const char *s = source_names ? source_names[t - f->tensors] : NULL;
+  return s ? s : t->name;
+}
+static const mkc_gguf *quantized_file; /* the file source_name's tensors are in */
+
 static int imatrix_fits(const options *o, const mkc_gguf_tensor *t) {
-  const mkc_imatrix_entry *e = mkc_imatrix_find(&o->im, t->name);
+  const mkc_imatrix_entry *e = mkc_imatrix_find(&o->im, source_name(quantized_file, t));
   uint64_t want = imatrix_size(t);
   if (!e || e->n == want || strcmp(t->name, "token_embd.weight") == 0) return 1;
   fprintf(stderr,
@@ -308,7 +380,7 @@ static uint32_t decide(const options *o, mkc_quant_mix *m, const mkc_gguf_tensor
             "llama.cpp's quantize has no type to fall back to\n",
             t->name, (long long)t->ne[0], type_name(*fell));
   else if (type != t->type && mkc_quant_needs_imatrix(m, t->name, type) &&
-           !mkc_imatrix_find(&o->im, t->name))
+           !mkc_imatrix_find(&o->im, source_name(quantized_file, t)))
     fprintf(stderr,
             "mkc: error: quantize: %s in %s, a very low-bit type, needs an importance matrix, "
             "and %s\n",
@@ -335,7 +407,7 @@ static uint32_t decide(const options *o, mkc_quant_mix *m, const mkc_gguf_tensor
  * says it; or a size imatrix_fits let pass: token_embd's). */
 static const float *importance(const options *o, const mkc_gguf_tensor *t, uint32_t type) {
   if (!o->imatrix || type == t->type || !mkc_quantize_has_fit(type)) return NULL;
-  const mkc_imatrix_entry *e = mkc_imatrix_find(&o->im, t->name);
+  const mkc_imatrix_entry *e = mkc_imatrix_find(&o->im, source_name(quantized_file, t));
   if (e && e->n == imatrix_size(t)) return e->values;
   fprintf(stderr, "mkc: quantize: %s: %s; unweighted\n", t->name,
           e ? "the importance matrix's entry is not its size" : "no importance matrix entry");
@@ -370,13 +442,15 @@ static int encode(const options *o, const mkc_gguf_tensor *t, uint32_t type, uin
   return rc;
 }
 
-/* The tensors in llama.cpp's order, their types and sizes: what the writer's fill reads. */
+/* The tensors written (n of them: --prune-layers leaves some out) in llama.cpp's order (with
+ * --keep-split: by file, then place in it), their types and sizes: what the writers' fill reads. */
 typedef struct plan {
   const options *o;
   const mkc_gguf *f;
   const uint64_t *order;
   const uint32_t *types, *fell;
   const uint64_t *bytes;
+  uint64_t n;
 } plan;
 
 /* Tensor k's fallback (if any) and progress line, as llama-quantize prints them. */
@@ -391,14 +465,22 @@ static void report(const plan *p, uint64_t k) {
   for (uint32_t d = 1; d < t->n_dims && n < (int)sizeof shape; d++)
     n += snprintf(shape + n, sizeof shape - (size_t)n, ", %lld", (long long)t->ne[d]);
   fprintf(stderr, "[%4llu/%4llu] %-36s [%s] %s -> %s, %.3f -> %.3f MiB\n",
-          (unsigned long long)k + 1, (unsigned long long)p->f->n_tensors, t->name, shape,
-          type_name(t->type), to, t->n_bytes / 1048576.0, p->bytes[k] / 1048576.0);
+          (unsigned long long)k + 1, (unsigned long long)p->n, t->name, shape, type_name(t->type),
+          to, t->n_bytes / 1048576.0, p->bytes[k] / 1048576.0);
 }
 
-/* The writer's fill (mkc_gguf_set_fill): tensor k encoded as the file is written, one at a time,
- * so the output is never all in memory. */
+/* One output file's tensors: plan entries first .. first + n - 1. */
+typedef struct out_file {
+  const plan *p;
+  uint64_t first;
+} out_file;
+
+/* The writer's fill (mkc_gguf_set_fill): tensor k of a file encoded as the file is written, one
+ * at a time, so the output is never all in memory. */
 static int fill(void *ctx, size_t k, void *out) {
-  const plan *p = ctx;
+  const out_file *of = ctx;
+  const plan *p = of->p;
+  k += of->first;
   const mkc_gguf_tensor *t = &p->f->tensors[p->order[k]];
   if (encode(p->o, t, p->types[k], p->bytes[k], out) != 0) return -1;
   report(p, k);
@@ -414,6 +496,123 @@ static int imatrix_metadata(const options *o, mkc_gguf_writer *w) {
       mkc_gguf_set_u32(w, "quantize.imatrix.entries_count", entries) ||
       (chunks && mkc_gguf_set_u32(w, "quantize.imatrix.chunks_count", chunks)))
     return -1;
+  return 0;
+}
+
+/* By the file a tensor is in, then its place there: --keep-split's order, as llama-quantize's. */
+static int by_file(const void *a, const void *b) {
+  const mkc_gguf_tensor *x = &sort_file->tensors[*(const uint64_t *)a],
+                        *y = &sort_file->tensors[*(const uint64_t *)b];
+  if (x->shard != y->shard) return x->shard < y->shard ? -1 : 1;
+  return (x->offset > y->offset) - (x->offset < y->offset);
+}
+
+/* --prune-layers: the tensors of o's layers left out of order (*n of them), the others' layer
+ * numbers closed up (blk.5. after pruning 3 is blk.4.; source[i] keeps tensor i's name before).
+ * The layers kept, or -1 after a message. */
+static int prune(const options *o, mkc_gguf *f, int n_layer, uint64_t *order, uint64_t *n,
+                 char **source) {
+  int below = 0; /* pruned layers that exist */
+  for (int i = 0; i < o->n_prune; i++) {
+    if (o->prune[i] >= n_layer) {
+      fprintf(stderr,
+              "mkc: error: quantize: --prune-layers: layer %d: the model has %d (0 to %d)\n",
+              o->prune[i], n_layer, n_layer - 1);
+      return -1;
+    }
+    below++;
+  }
+  if (below >= n_layer) {
+    fprintf(stderr, "mkc: error: quantize: --prune-layers: every one of the %d layers\n", n_layer);
+    return -1;
+  }
+  uint64_t kept = 0;
+  for (uint64_t k = 0; k < *n; k++) {
+    mkc_gguf_tensor *t = &f->tensors[order[k]];
+    int layer, at;
+    if (sscanf(t->name, "blk.%d.%n", &layer, &at) != 1 || layer < 0) {
+      order[kept++] = order[k];
+      continue;
+    }
+    int shift = 0;
+    while (shift < o->n_prune && o->prune[shift] < layer) shift++;
+    if (shift < o->n_prune && o->prune[shift] == layer) continue; /* pruned */
+    order[kept++] = order[k];
+    if (!shift) continue;
+    char name[600];
+    snprintf(name, sizeof name, "blk.%d.%s", layer - shift, t->name + at);
+    char *renamed = strdup(name);
+    if (!renamed) {
+      fprintf(stderr, "mkc: error: quantize: out of memory\n");
+      return -1;
+    }
+    source[order[k]] = t->name; /* freed with source */
+    t->name = renamed;
+  }
+  *n = kept;
+  return n_layer - below;
+}
+
+/* COPY's general.file_type: IN's, else llama.cpp's guess from the type most tensors have (the
+ * first to reach that count, in llama.cpp's order), marked guessed (+ 1024). */
+static int copied_ftype(const mkc_gguf *f, const uint64_t *order, uint64_t n) {
+  int64_t ft;
+  if (mkc_gguf_get_int(f, "general.file_type", &ft) == 1) return (int)ft;
+  static const int FT_OF[MKC_GGML_TYPE_COUNT] = {
+      [MKC_GGML_F32] = 0,      [MKC_GGML_F16] = 1,     [MKC_GGML_BF16] = 32,
+      [MKC_GGML_Q4_0] = 2,     [MKC_GGML_Q4_1] = 3,    [MKC_GGML_Q5_0] = 8,
+      [MKC_GGML_Q5_1] = 9,     [MKC_GGML_Q8_0] = 7,    [MKC_GGML_Q2_K] = 10,
+      [MKC_GGML_Q3_K] = 12,    [MKC_GGML_Q4_K] = 15,   [MKC_GGML_Q5_K] = 17,
+      [MKC_GGML_Q6_K] = 18,    [MKC_GGML_TQ1_0] = 36,  [MKC_GGML_TQ2_0] = 37,
+      [MKC_GGML_IQ2_XXS] = 19, [MKC_GGML_IQ2_XS] = 20, [MKC_GGML_IQ2_S] = 28,
+      [MKC_GGML_IQ3_XXS] = 23, [MKC_GGML_IQ1_S] = 24,  [MKC_GGML_IQ1_M] = 31,
+      [MKC_GGML_IQ4_NL] = 25,  [MKC_GGML_IQ4_XS] = 30, [MKC_GGML_IQ3_S] = 26,
+      [MKC_GGML_NVFP4] = 39,   [MKC_GGML_Q1_0] = 40,   [MKC_GGML_Q2_0] = 41};
+  uint64_t count[MKC_GGML_TYPE_COUNT] = {0}, most = 0;
+  uint32_t top = MKC_GGML_F32;
+  for (uint64_t k = 0; k < n; k++) {
+    uint32_t t = f->tensors[order[k]].type;
+    if (t < MKC_GGML_TYPE_COUNT && most < ++count[t]) most = count[t], top = t;
+  }
+  return FT_OF[top] | 1024; /* other types: F32's 0, as llama.cpp's */
+}
+
+/* The output: one file, or with --keep-split one per file of IN (OUT-00001-of-0000N.gguf, ...,
+ * each with split.no, split.count and split.tensors.count, the first with the metadata). blocks:
+ * block_count written (-1: as it was). 0, or -1 after a message. */
+static int write_files(const options *o, const plan *p, const char *arch, int ftype, int blocks) {
+  const mkc_gguf *f = p->f;
+  uint32_t files = o->keep_split && f->n_split > 1 ? f->n_split : 1;
+  uint64_t k = 0;
+  for (uint32_t s = 0; s < files; s++) {
+    mkc_gguf_writer *w = mkc_gguf_writer_new();
+    out_file of = {p, k};
+    int bad = !w;
+    if (!bad && s == 0)
+      bad =
+          copy_metadata(f, ftype, o->im.n > 0, arch, blocks, w) != 0 || imatrix_metadata(o, w) != 0;
+    if (!bad && files > 1) {
+      uint16_t no = (uint16_t)s, count = (uint16_t)files;
+      int32_t listed = (int32_t)p->n;
+      bad = mkc_gguf_set(w, "split.no", MKC_GGUF_UINT16, &no) != 0 ||
+            mkc_gguf_set(w, "split.count", MKC_GGUF_UINT16, &count) != 0 ||
+            mkc_gguf_set(w, "split.tensors.count", MKC_GGUF_INT32, &listed) != 0;
+    }
+    for (; !bad && k < p->n && (files == 1 || f->tensors[p->order[k]].shard == s); k++) {
+      const mkc_gguf_tensor *t = &f->tensors[p->order[k]];
+      bad = mkc_gguf_add_deferred(w, t->name, p->types[k], t->n_dims, t->ne) != 0;
+    }
+    char path[4300];
+    if (o->keep_split)
+      snprintf(path, sizeof path, "%s-%05u-of-%05u.gguf", o->out, s + 1, files);
+    else
+      snprintf(path, sizeof path, "%s", o->out);
+    if (!bad) mkc_gguf_set_fill(w, fill, &of);
+    bad = bad || mkc_gguf_write(w, path) != 0;
+    if (!w) fprintf(stderr, "mkc: error: quantize: out of memory\n");
+    mkc_gguf_writer_free(w);
+    if (bad) return -1;
+  }
   return 0;
 }
 
@@ -450,14 +649,15 @@ int mkc_cmd_quantize(int argc, char **argv) {
   }
   m.ft = o.ft;
   mkc_gguf *f = mkc_gguf_open(o.in);
-  mkc_gguf_writer *w = f ? mkc_gguf_writer_new() : NULL;
-  uint64_t *order = f ? malloc((f->n_tensors ? f->n_tensors : 1) * sizeof *order) : NULL;
-  uint64_t *bytes = f ? malloc((f->n_tensors ? f->n_tensors : 1) * sizeof *bytes) : NULL;
-  uint32_t *types = f ? malloc((f->n_tensors ? f->n_tensors : 1) * sizeof *types) : NULL;
-  uint32_t *fell = f ? malloc((f->n_tensors ? f->n_tensors : 1) * sizeof *fell) : NULL;
+  uint64_t cap = f && f->n_tensors ? f->n_tensors : 1;
+  uint64_t *order = f ? malloc(cap * sizeof *order) : NULL;
+  uint64_t *bytes = f ? malloc(cap * sizeof *bytes) : NULL;
+  uint32_t *types = f ? malloc(cap * sizeof *types) : NULL;
+  uint32_t *fell = f ? malloc(cap * sizeof *fell) : NULL;
+  char **source = f ? calloc(cap, sizeof *source) : NULL;
   rc = 1;
   if (!f) goto done;
-  if (!w || !order || !bytes || !types || !fell) {
+  if (!order || !bytes || !types || !fell || !source) {
     fprintf(stderr, "mkc: error: quantize: out of memory\n");
     goto done;
   }
@@ -476,16 +676,18 @@ int mkc_cmd_quantize(int argc, char **argv) {
   m.n_gqa = kv_heads > 0 ? (int)(heads / kv_heads) : 0;
   m.is_70b = strcmp(arch, "llama") == 0 && m.n_layer == 80 && heads != kv_heads;
   m.tied = !mkc_gguf_find_tensor(f, "output.weight");
-  for (uint64_t i = 0; i < f->n_tensors; i++) {
-    order[i] = i;
-    m.n_attn_v += mkc_quant_v_like(f->tensors[i].name);
-  }
+  uint64_t n = f->n_tensors;
+  for (uint64_t i = 0; i < n; i++) order[i] = i;
   sort_file = f;
-  qsort(order, f->n_tensors, sizeof *order, by_order);
-  if (!o.dry_run &&
-      (copy_metadata(f, o.ft->ftype, o.im.n > 0, w) != 0 || imatrix_metadata(&o, w) != 0))
-    goto done;
-  for (uint64_t k = 0; k < f->n_tensors; k++)
+  qsort(order, n, sizeof *order, by_order);
+  int blocks = m.n_layer; /* block_count written */
+  if (o.n_prune && (blocks = prune(&o, f, m.n_layer, order, &n, source)) < 0) goto done;
+  source_names = (const char *const *)source;
+  quantized_file = f;
+  if (o.keep_split) qsort(order, n, sizeof *order, by_file);
+  for (uint64_t k = 0; k < n; k++) m.n_attn_v += mkc_quant_v_like(f->tensors[order[k]].name);
+  int ftype = o.ft->base == MKC_QUANT_NO_TYPE ? copied_ftype(f, order, n) : o.ft->ftype;
+  for (uint64_t k = 0; k < n; k++)
     if ((types[k] = decide(&o, &m, &f->tensors[order[k]], &fell[k])) == MKC_QUANT_NO_TYPE)
       goto done;
   if (o.imatrix)
@@ -493,36 +695,34 @@ int mkc_cmd_quantize(int argc, char **argv) {
             o.imatrix, loaded, o.im.n, o.im.dataset ? " from " : "",
             o.im.dataset ? o.im.dataset : "", o.im.chunks);
   uint64_t size_in = 0, size_out = 0, elems = 0;
-  plan p = {&o, f, order, types, fell, bytes};
-  for (uint64_t k = 0; k < f->n_tensors; k++) {
+  plan p = {&o, f, order, types, fell, bytes, n};
+  for (uint64_t k = 0; k < n; k++) {
     const mkc_gguf_tensor *t = &f->tensors[order[k]];
     const mkc_ggml_type_info *to = mkc_ggml_type(types[k]);
     bytes[k] =
         types[k] == t->type ? t->n_bytes : t->n_elems / (uint64_t)to->block * to->block_bytes;
-    if (o.dry_run)
-      report(&p, k);
-    else if (mkc_gguf_add_deferred(w, t->name, types[k], t->n_dims, t->ne) != 0)
-      goto done;
+    if (o.dry_run) report(&p, k);
     size_in += t->n_bytes;
     size_out += bytes[k];
     elems += t->n_elems;
   }
-  mkc_gguf_set_fill(w, fill, &p);
-  if (!o.dry_run && mkc_gguf_write(w, o.out) != 0) goto done;
+  if (!o.dry_run && write_files(&o, &p, arch, ftype, o.n_prune ? blocks : -1) != 0) goto done;
   fprintf(stderr,
-          "mkc: quantize: %s %s: %.2f MiB (%.2f bits a weight) -> %.2f MiB (%.2f bits a "
+          "mkc: quantize: %s %s%s: %.2f MiB (%.2f bits a weight) -> %.2f MiB (%.2f bits a "
           "weight)%s\n",
-          o.dry_run ? "would write" : "wrote", o.out, size_in / 1048576.0,
-          elems ? size_in * 8.0 / (double)elems : 0.0, size_out / 1048576.0,
+          o.dry_run ? "would write" : "wrote", o.out, o.keep_split ? "-*.gguf" : "",
+          size_in / 1048576.0, elems ? size_in * 8.0 / (double)elems : 0.0, size_out / 1048576.0,
           elems ? size_out * 8.0 / (double)elems : 0.0,
           m.n_fallback ? "; some rows fell back to another type (above)" : "");
   rc = 0;
 done:
+  source_names = NULL;
+  for (uint64_t i = 0; source && i < cap; i++) free(source[i]);
+  free(source);
   free(bytes);
   free(order);
   free(types);
   free(fell);
-  mkc_gguf_writer_free(w);
   mkc_gguf_close(f);
   free_overrides(&o);
   mkc_imatrix_free(&o.im);

@@ -88,8 +88,9 @@ extern const int8_t mkc_iq4nl_levels[16];
 extern const int8_t mkc_mxfp4_levels[16];
 float mkc_e8m0_half(uint8_t e);
 
-/* NVFP4's scale byte (unsigned E4M3: 4 exponent bits biased by 7, 3 mantissa bits; bit 7 unused;
- * 0 and 0x7f are 0) as a float, halved as MXFP4's is: the levels are mkc_mxfp4_levels. */
+/* NVFP4's scale byte (unsigned E4M3: 4 exponent bits biased by 7, 3 mantissa bits; bit 7 ignored,
+ * but the bytes 0 and 0x7f, not 0xff, read 0) as a float, halved as MXFP4's is: the levels are
+ * mkc_mxfp4_levels. */
 float mkc_ue4m3_half(uint8_t e);
 
 /* The sub-block of 16 that element e (< 256) of a Q2_K or Q3_K block is in:

@@ -398,15 +398,35 @@ static mkc_gguf *parse_new(const char *path, const void *base, size_t size, mkc_
   return NULL;
 }
 
+void mkc_gguf_take_tensors(mkc_gguf *f, mkc_gguf_tensor *tensors, mkc_gguf_tensor **by_name,
+                           uint64_t n) {
+  free(f->tensors);
+  free(f->by_name);
+  f->tensors = tensors;
+  f->by_name = by_name;
+  f->n_tensors = n;
+  for (uint64_t i = 0; i < n; i++) by_name[i] = &tensors[i];
+  qsort(by_name, n, sizeof *by_name, cmp_tensor);
+}
+
 mkc_gguf *mkc_gguf_open_memory(const void *data, size_t size, const char *name) {
   mkc_mapped none = {NULL, 0, -1, 0};
   return parse_new(name, data, size, &none);
 }
 
-mkc_gguf *mkc_gguf_open(const char *path) {
+mkc_gguf *mkc_gguf_open_one(const char *path) {
   mkc_mapped map;
   if (mkc_mapped_open(path, &map)) return NULL;
   return parse_new(path, map.base, map.size, &map);
+}
+
+mkc_gguf *mkc_gguf_open(const char *path) {
+  mkc_gguf *f = mkc_gguf_open_one(path);
+  if (f && mkc_gguf_open_shards(f) != 0) {
+    mkc_gguf_close(f);
+    return NULL;
+  }
+  return f;
 }
 
 void mkc_gguf_close(mkc_gguf *f) {
@@ -422,6 +442,8 @@ void mkc_gguf_close(mkc_gguf *f) {
   free(f->kv_sorted);
   free(f->tensors);
   free(f->by_name);
+  for (uint32_t k = 0; f->shards && k + 1 < f->n_split; k++) mkc_gguf_close(f->shards[k]);
+  free(f->shards);
   mkc_mapped_close(&f->map);
   free(f->path);
   free(f);
@@ -699,7 +721,7 @@ int mkc_gguf_load_weights(const mkc_gguf *f, const mkc_graph *g, mkc_weights *w)
       goto fail;
     }
     dequant_job job = {t, dst};
-    if (mkc_mapped_read(&f->map, f->path, dequant, &job)) goto fail;
+    if (mkc_gguf_read_tensor(f, t, dequant, &job)) goto fail;
   }
   return 0;
 fail:

@@ -65,6 +65,7 @@ typedef struct mkc_gguf_tensor {
   uint64_t offset;               /* bytes from the start of the data section */
   uint64_t n_elems, n_bytes;
   const uint8_t *data; /* in the file (read through mkc_gguf_load_weights) */
+  uint32_t shard;      /* the file it is in: 0 the one opened, k its shards[k - 1] */
 } mkc_gguf_tensor;
 
 typedef struct mkc_gguf {
@@ -81,14 +82,21 @@ typedef struct mkc_gguf {
   mkc_gguf_tensor *tensors;  /* [n_tensors], file order */
   mkc_gguf_kv **kv_sorted;   /* [n_kv] by key, for lookup */
   mkc_gguf_tensor **by_name; /* [n_tensors] by name, for lookup */
+  uint32_t n_split;          /* split.count: the files of a model llama.cpp's gguf-split cut */
+  struct mkc_gguf **shards;  /* [n_split - 1]: the other files, whose tensors are in tensors */
 } mkc_gguf;
 
 /* Maps and parses path. NULL after a "mkc: error: PATH: ..." message on any
  * defect: wrong magic or version, truncation, counts or lengths the file
  * cannot hold, unknown value or tensor types, bad dims, misaligned or
  * out-of-bounds tensor data, duplicate keys or tensor names, a file
- * truncated or changed while it is read (util/mapped.h). */
+ * truncated or changed while it is read (util/mapped.h). The first file of a
+ * split model (PREFIX-00001-of-0000N.gguf, split.count N) opens the other
+ * N - 1 too, their tensors among its own (gguf_shards.c); another of them is
+ * refused, naming the first. */
 mkc_gguf *mkc_gguf_open(const char *path);
+/* The same for one file alone, a split model's shard among them (its other files not opened). */
+mkc_gguf *mkc_gguf_open_one(const char *path);
 /* The same on size bytes at data, which must outlive the result; name is
  * used in messages. */
 mkc_gguf *mkc_gguf_open_memory(const void *data, size_t size, const char *name);
@@ -142,6 +150,20 @@ int mkc_gguf_unfuse(mkc_gguf *f, const struct mkc_model_desc *d);
  * a type mkc does not read) or the file (truncated or changed since it was
  * opened); w is then empty. */
 int mkc_gguf_load_weights(const mkc_gguf *f, const mkc_graph *g, mkc_weights *w);
+
+/* Opens the other files of a split model f is the first of, and takes their tensors in (each
+ * tensor's shard says which file); nothing for a file that is not split. 0, or -1 after a message
+ * (f is then to be closed). */
+int mkc_gguf_open_shards(mkc_gguf *f);
+/* read(ctx) guarded as mkc_mapped_read does, on the file holding tensor t: 0 or -1. */
+int mkc_gguf_read_tensor(const mkc_gguf *f, const mkc_gguf_tensor *t, int (*read)(void *ctx),
+                         void *ctx);
+/* Installs tensors[n] (by_name: room for n pointers, filled and sorted here) as f's tensors in
+ * place of its own, whose arrays are freed (their names are the caller's to keep or free). */
+void mkc_gguf_take_tensors(mkc_gguf *f, mkc_gguf_tensor *tensors, mkc_gguf_tensor **by_name,
+                           uint64_t n);
+/* The path of the file holding tensor t. */
+const char *mkc_gguf_tensor_path(const mkc_gguf *f, const mkc_gguf_tensor *t);
 
 /* The writer (v3). Metadata and tensors are written in the order added;
  * "general.alignment" (u32) set here also sets the layout. Functions return

@@ -10,10 +10,6 @@
 #include "util/files.h"
 #include "util/text.h"
 
-static int cmp_name(const void *a, const void *b) {
-  return strcmp((*(mkc_gguf_tensor *const *)a)->name, (*(mkc_gguf_tensor *const *)b)->name);
-}
-
 int mkc_gguf_split_rows(mkc_gguf *f, const char *name, int n, const char *const *names,
                         const int64_t *rows) {
   const mkc_gguf_tensor *t = mkc_gguf_find_tensor(f, name);
@@ -63,13 +59,7 @@ int mkc_gguf_split_rows(mkc_gguf *f, const char *name, int n, const char *const 
   }
   free(t->name);
   free(part_names);
-  free(f->tensors);
-  free(f->by_name);
-  f->tensors = tensors;
-  f->by_name = by_name;
-  f->n_tensors = j;
-  for (uint64_t i = 0; i < j; i++) by_name[i] = &tensors[i];
-  qsort(by_name, j, sizeof *by_name, cmp_name);
+  mkc_gguf_take_tensors(f, tensors, by_name, j);
   return 0;
 }
 

@@ -4,6 +4,7 @@
 #include "quant_mix.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -86,11 +87,23 @@ static const mkc_quant_ftype FTYPES[] = {{"Q4_0", FT_Q4_0, MKC_GGML_Q4_0, 0},
                                          {"MXFP4_MOE", FT_MXFP4_MOE, MKC_GGML_MXFP4, 0},
                                          {"F16", FT_F16, MKC_GGML_F16, 0},
                                          {"BF16", FT_BF16, MKC_GGML_BF16, 0},
-                                         {"F32", FT_F32, MKC_GGML_F32, 0}};
+                                         {"F32", FT_F32, MKC_GGML_F32, 0},
+                                         {"COPY", FT_F32, MKC_QUANT_NO_TYPE, 0}};
 
 const mkc_quant_ftype *mkc_quant_ftype_named(const char *name) {
   for (size_t i = 0; i < sizeof FTYPES / sizeof *FTYPES; i++)
     if (strcasecmp(name, FTYPES[i].name) == 0) return &FTYPES[i];
+  return NULL;
+}
+
+/* llama-quantize's numbers name the first of its list with that number, as here (12: Q3_K);
+ * COPY, which shares F32's 0 there, is taken by name only. */
+const mkc_quant_ftype *mkc_quant_ftype_parse(const char *arg) {
+  char *end;
+  long n = strtol(arg, &end, 10);
+  if (end == arg || *end) return mkc_quant_ftype_named(arg);
+  for (size_t i = 0; i < sizeof FTYPES / sizeof *FTYPES; i++)
+    if (FTYPES[i].ftype == n && FTYPES[i].base != MKC_QUANT_NO_TYPE) return &FTYPES[i];
   return NULL;
 }
 
@@ -368,7 +381,8 @@ static uint32_t fallback(uint32_t type, int64_t cols) {
 uint32_t mkc_quant_type(mkc_quant_mix *m, const char *name, int n_dims, int64_t cols, uint32_t keep,
                         uint32_t override, uint32_t *fell_back) {
   *fell_back = MKC_QUANT_NO_TYPE;
-  if (!mkc_quant_allowed(name, n_dims, m->quantize_output)) return keep;
+  if (!mkc_quant_allowed(name, n_dims, m->quantize_output) || m->ft->base == MKC_QUANT_NO_TYPE)
+    return keep; /* COPY: every tensor as it is */
   enum kind k = kind_of(name);
   if (m->embd_type != MKC_QUANT_NO_TYPE && k == TOKEN_EMBD) return m->embd_type;
   if (m->output_type != MKC_QUANT_NO_TYPE && k == OUTPUT) return m->output_type;

@@ -21,8 +21,11 @@ typedef struct mkc_quant_ftype {
   int imatrix; /* 1: llama-quantize needs an importance matrix for it */
 } mkc_quant_ftype;
 
-/* The file type called name (any case), or NULL. */
+/* The file type called name (any case), or NULL. COPY (base MKC_QUANT_NO_TYPE): every tensor
+ * kept as it is. */
 const mkc_quant_ftype *mkc_quant_ftype_named(const char *name);
+/* The same, or by llama.cpp's number of it (15: Q4_K_M), as llama-quantize reads its TYPE. */
+const mkc_quant_ftype *mkc_quant_ftype_parse(const char *arg);
 /* Every name, comma-separated, for messages and --help. */
 const char *mkc_quant_ftype_names(void);
 

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Split models (llama.cpp's gguf-split: PREFIX-00001-of-0000N.gguf ..., cut here by
+# tests/gguf_split.py, written apart from mkc): the first file opens the rest, and runs as the
+# whole file does; the others, a missing file, a misnamed first one and files that do not belong
+# together are refused with one message; mkc quantize reads a split model whole, and with
+# --keep-split writes one as it was cut, each file the tensors of IN's file of that number.
+source "$(dirname "$0")/lib.sh"
+dump() { python3 tests/gguf_dump.py "$1"; }
+split() { python3 tests/gguf_split.py "$@"; }
+
+"$mkc" init --preset blocks-tiny --seed 2 -o "$tmp/whole.gguf" >/dev/null 2>&1
+split "$tmp/whole.gguf" "$tmp/sp" 8 # 21 tensors: 8, 8, 5
+[ -f "$tmp/sp-00003-of-00003.gguf" ] && ok "cut in 3 files" || fail "cut in 3 files" "$(ls "$tmp")"
+run() { "$mkc" run -m "$1" --prompt-ids 3,1,4,1,5 -n 8 --backend "${2:-cpu}" 2>"$tmp/err"; }
+a=$(run "$tmp/sp-00001-of-00003.gguf")
+b=$(run "$tmp/whole.gguf")
+[ -n "$a" ] && [ "$a" = "$b" ] && ok "the first file runs as the whole file: $a" \
+  || fail "the split model runs" "$a / $b" "$(cat "$tmp/err")"
+"$mkc" info -m "$tmp/sp-00001-of-00003.gguf" >"$tmp/info" 2>&1
+grep -q "^split: 3 files, $(($(stat -c %s "$tmp"/sp-0000[123]-of-00003.gguf | paste -sd+))) bytes in all" "$tmp/info" \
+  && grep -q '^tensors: 21 ' "$tmp/info" && ok "info: 3 files, their bytes, 21 tensors" \
+  || fail "info" "$(head -12 "$tmp/info")"
+
+expect_error "the second file" \
+  "mkc: error: $tmp/sp-00002-of-00003.gguf: this is file 2 of 3 of a split model: open the first, $tmp/sp-00001-of-00003.gguf" \
+  -- run -m "$tmp/sp-00002-of-00003.gguf" --prompt-ids 3 -n 1
+cp "$tmp/sp-00001-of-00003.gguf" "$tmp/renamed.gguf"
+expect_error "a first file not named PREFIX-00001-of-00003.gguf" \
+  "mkc: error: $tmp/renamed.gguf: the first of 3 files of a split model, but not named PREFIX-00001-of-00003.gguf (as llama.cpp's gguf-split names them), so the others cannot be found" \
+  -- run -m "$tmp/renamed.gguf" --prompt-ids 3 -n 1
+mv "$tmp/sp-00003-of-00003.gguf" "$tmp/third"
+expect_error "a file missing" \
+  "mkc: error: $tmp/sp-00001-of-00003.gguf: file 3 of 3 of this split model, $tmp/sp-00003-of-00003.gguf: No such file or directory" \
+  -- run -m "$tmp/sp-00001-of-00003.gguf" --prompt-ids 3 -n 1
+# another model's third file in its place: its split.no is 2, its split.count 4
+"$mkc" init --preset tiny --seed 1 -o "$tmp/tiny.gguf" >/dev/null 2>&1
+split "$tmp/tiny.gguf" "$tmp/t4" 6 # 20 tensors: 4 files
+cp "$tmp/t4-00003-of-00004.gguf" "$tmp/sp-00003-of-00003.gguf"
+expect_error "a file of another split" \
+  "mkc: error: $tmp/sp-00003-of-00003.gguf: expected file 3 of 3 of a split model (split.no 2, split.count 3), found split.no 2, split.count 4" \
+  -- run -m "$tmp/sp-00001-of-00003.gguf" --prompt-ids 3 -n 1
+# a file that repeats a tensor of another
+split "$tmp/whole.gguf" "$tmp/dup" 8
+cp "$tmp/dup-00002-of-00003.gguf" "$tmp/x" && cp "$tmp/dup-00001-of-00003.gguf" "$tmp/dup-00002-of-00003.gguf"
+python3 - "$tmp/dup-00002-of-00003.gguf" <<'PY'
+import struct, sys
+# make this copy of the first file claim to be the second: split.no's u16 is the entry after its
+# key; the metadata is otherwise the first file's (its tensors repeat the first's)
+p = sys.argv[1]
+b = bytearray(open(p, "rb").read())
+key = b"split.no"
+at = b.index(struct.pack("<Q", len(key)) + key) + 8 + len(key) + 4
+b[at:at + 2] = struct.pack("<H", 1)
+open(p, "wb").write(b)
+PY
+expect_error "a tensor in two files" \
+  "mkc: error: $tmp/dup-00001-of-00003.gguf: tensor 'blk.0.attn_k.weight' is in two files of the split model ($tmp/dup-00001-of-00003.gguf and $tmp/dup-00002-of-00003.gguf)" \
+  -- run -m "$tmp/dup-00001-of-00003.gguf" --prompt-ids 3 -n 1
+mv "$tmp/third" "$tmp/sp-00003-of-00003.gguf"
+
+# mkc quantize of the split model: one file, the tensors and metadata of quantizing the whole
+"$mkc" quantize "$tmp/whole.gguf" "$tmp/whole8.gguf" Q8_0 >/dev/null 2>&1
+if "$mkc" quantize "$tmp/sp-00001-of-00003.gguf" "$tmp/one8.gguf" Q8_0 >/dev/null 2>"$tmp/err"; then
+  cmp -s <(dump "$tmp/one8.gguf") <(dump "$tmp/whole8.gguf") \
+    && ok "quantize: the split model's Q8_0 is the whole file's, metadata and tensors, no split keys" \
+    || fail "quantize of a split model" "$(diff <(dump "$tmp/one8.gguf") <(dump "$tmp/whole8.gguf") | head -5)"
+else
+  fail "quantize of a split model" "$(cat "$tmp/err")"
+fi
+# --keep-split: OUT.gguf's name cut at .gguf, 3 files of the input's tensors each, split keys
+if "$mkc" quantize --keep-split "$tmp/sp-00001-of-00003.gguf" "$tmp/ks.gguf" Q8_0 >/dev/null 2>"$tmp/err"; then
+  good=1
+  for k in 1 2 3; do
+    cmp -s <(dump "$tmp/sp-0000$k-of-00003.gguf" | awk '$1 == "tensor" { print $2, $4 }') \
+      <(dump "$tmp/ks-0000$k-of-00003.gguf" | awk '$1 == "tensor" { print $2, $4 }') || good=0
+    dump "$tmp/ks-0000$k-of-00003.gguf" | grep '^kv split' | tr '\n' ' ' >"$tmp/keys"
+    [ "$(cat "$tmp/keys")" = "kv split.no $((k - 1)) kv split.count 3 kv split.tensors.count 21 " ] || good=0
+  done
+  [ "$good" = 1 ] && ok "--keep-split: 3 files, each the input file's tensors and shapes, split.no, split.count, split.tensors.count" \
+    || fail "--keep-split files" "$(cat "$tmp/keys")" "$(ls "$tmp")"
+  [ "$(dump "$tmp/ks-00002-of-00003.gguf" | grep -c '^kv')" = 3 ] \
+    && ok "--keep-split: the metadata in the first file only" || fail "--keep-split: metadata"
+  cmp -s <(for k in 1 2 3; do dump "$tmp/ks-0000$k-of-00003.gguf"; done | grep '^tensor' | sort) \
+    <(dump "$tmp/whole8.gguf" | grep '^tensor' | sort) \
+    && ok "--keep-split: the tensors the whole file's Q8_0 has, byte for byte" \
+    || fail "--keep-split: the tensors"
+  a=$(run "$tmp/ks-00001-of-00003.gguf")
+  b=$(run "$tmp/whole8.gguf")
+  [ -n "$a" ] && [ "$a" = "$b" ] && ok "--keep-split: runs as the whole Q8_0 file: $a" \
+    || fail "--keep-split: runs" "$a / $b" "$(cat "$tmp/err")"
+else
+  fail "quantize --keep-split" "$(cat "$tmp/err")"
+fi
+# --keep-split of one file: OUT-00001-of-00001.gguf, no split keys, the tensors in the input's
+# order (llama-quantize's --keep-split keeps each file's order; without it, by layer)
+"$mkc" quantize --keep-split "$tmp/whole.gguf" "$tmp/k1.gguf" Q8_0 >/dev/null 2>&1 \
+  && cmp -s <(dump "$tmp/k1-00001-of-00001.gguf" | grep -v '^tensor') <(dump "$tmp/whole8.gguf" | grep -v '^tensor') \
+  && cmp -s <(dump "$tmp/k1-00001-of-00001.gguf" | awk '$1 == "tensor" { print $2 }') \
+    <(dump "$tmp/whole.gguf" | awk '$1 == "tensor" { print $2 }') \
+  && cmp -s <(dump "$tmp/k1-00001-of-00001.gguf" | grep '^tensor' | sort) <(dump "$tmp/whole8.gguf" | grep '^tensor' | sort) \
+  && ok "--keep-split of one file: OUT-00001-of-00001.gguf, the whole Q8_0's metadata and tensors, in the input's order" \
+  || fail "--keep-split of one file" "$(diff <(dump "$tmp/k1-00001-of-00001.gguf") <(dump "$tmp/whole8.gguf") | head -5)"
+finish
