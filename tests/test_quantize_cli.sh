@@ -138,6 +138,16 @@ expect_error "--prune-layers of every layer" \
 expect_error "--prune-layers with a word" \
   "mkc: error: quantize: --prune-layers: expected layer numbers 0, 1, ... separated by commas, got '1,x'" \
   -- quantize --prune-layers 1,x "$tmp/blocks.gguf" "$tmp/x.gguf" Q8_0
+# --max-buffer-size 1 (MiB): ffn_gate's 768 rows and ffn_down's 256 read and encoded in two slabs
+# each; the same bytes as at once
+"$mkc" quantize --max-buffer-size 1 "$tmp/blocks.gguf" "$tmp/slabs.gguf" Q4_K_M >/dev/null 2>&1 \
+  && "$mkc" quantize "$tmp/blocks.gguf" "$tmp/at_once.gguf" Q4_K_M >/dev/null 2>&1 \
+  && cmp -s "$tmp/slabs.gguf" "$tmp/at_once.gguf" \
+  && ok "--max-buffer-size 1: in slabs of rows, the same file byte for byte" \
+  || fail "--max-buffer-size 1: the same file"
+expect_error "--max-buffer-size 0" \
+  "mkc: error: quantize: --max-buffer-size: expected MiB, 1 or more, got '0'" \
+  -- quantize --max-buffer-size 0 "$tmp/blocks.gguf" "$tmp/x.gguf" Q8_0
 # COPY: every tensor as it was; general.file_type llama.cpp's guess (BF16's 32, + 1024: guessed)
 if "$mkc" quantize "$tmp/blocks.gguf" "$tmp/copy.gguf" COPY >/dev/null 2>"$tmp/err"; then
   cmp -s <(dump "$tmp/copy.gguf" | grep '^tensor' | sort) <(dump "$tmp/blocks.gguf" | grep '^tensor' | sort) \

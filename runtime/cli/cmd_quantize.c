@@ -69,7 +69,9 @@ static const char USAGE[] =
     "                         (block_count set to the layers kept)\n"
     "  --keep-split           OUT in as many files as IN (a split model, llama.cpp's\n"
     "                         gguf-split's): OUT-00001-of-0000N.gguf, ..., each with\n"
-    "                         the tensors of IN's file of that number\n";
+    "                         the tensors of IN's file of that number\n"
+    "  --max-buffer-size MiB  a tensor read and encoded in slabs of rows whose\n"
+    "                         floats and bytes fit (default 8192)\n";
 
 #define MAX_OVERRIDES 1024 /* --tensor-type and --tensor-type-file's lines */
 #define MAX_NAMES 64       /* --include-weights, --exclude-weights, --override-kv */
@@ -85,6 +87,7 @@ typedef struct options {
   char out_buf[4200]; /* out when made from IN and TYPE */
   const mkc_quant_ftype *ft;
   int threads, requantize, dry_run, keep_split;
+  size_t max_buffer;             /* --max-buffer-size, bytes */
   int prune[MAX_PRUNE], n_prune; /* --prune-layers, ascending, each once */
   override ov[MAX_OVERRIDES];
   int n_ov;
@@ -203,7 +206,8 @@ static int parse(int argc, char **argv, options *o, mkc_quant_mix *m) {
                     strcmp(a, "--token-embedding-type") == 0 || strcmp(a, "--tensor-type") == 0 ||
                     strcmp(a, "--imatrix") == 0 || strcmp(a, "--include-weights") == 0 ||
                     strcmp(a, "--exclude-weights") == 0 || strcmp(a, "--tensor-type-file") == 0 ||
-                    strcmp(a, "--override-kv") == 0 || strcmp(a, "--prune-layers") == 0;
+                    strcmp(a, "--override-kv") == 0 || strcmp(a, "--prune-layers") == 0 ||
+                    strcmp(a, "--max-buffer-size") == 0;
     if (has_value && i + 1 >= argc) return usage("quantize: %s needs a value", a);
     const char *v = has_value ? argv[++i] : NULL;
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -221,7 +225,13 @@ static int parse(int argc, char **argv, options *o, mkc_quant_mix *m) {
       o->keep_split = 1;
     else if (strcmp(a, "--prune-layers") == 0)
       rc = prune_layers(o, v);
-    else if (strcmp(a, "--output-tensor-type") == 0)
+    else if (strcmp(a, "--max-buffer-size") == 0) {
+      char *end;
+      long long mib = strtoll(v, &end, 10);
+      if (end == v || *end || mib < 1 || mib > (1ll << 30))
+        return usage("quantize: --max-buffer-size: expected MiB, 1 or more, got '%s'", v);
+      o->max_buffer = (size_t)mib << 20;
+    } else if (strcmp(a, "--output-tensor-type") == 0)
       m->output_type = type_arg(a, v, &rc);
     else if (strcmp(a, "--token-embedding-type") == 0)
       m->embd_type = type_arg(a, v, &rc);
@@ -414,30 +424,52 @@ static const float *importance(const options *o, const mkc_gguf_tensor *t, uint3
   return NULL;
 }
 
-/* Tensor t's bytes in type (its own: copied as they are) at out, its size. 0, or -1 after a
- * message. */
-static int encode(const options *o, const mkc_gguf_tensor *t, uint32_t type, uint64_t bytes,
-                  uint8_t *out) {
-  if (type == t->type) return memcpy(out, t->data, t->n_bytes), 0;
+/* A slab of rows of a tensor read as floats (mkc_gguf_read_tensor's read: guarded). */
+typedef struct slab {
+  const mkc_gguf_tensor *t;
+  const uint8_t *src;
+  size_t n;
+  float *x;
+} slab;
+static int read_slab(void *ctx) {
+  const slab *s = ctx;
+  if (mkc_dequant_f32(s->t->type, s->src, s->n, s->x) == 0) return 0;
+  fprintf(stderr, "mkc: error: quantize: %s: mkc cannot read %s\n", s->t->name,
+          type_name(s->t->type));
+  return -1;
+}
+
+/* Tensor t's bytes in type (its own: copied as they are) at out, its size: read and encoded a
+ * slab of rows at a time, each slab's floats and bytes within --max-buffer-size (llama-quantize's
+ * limit; at least a row). 0, or -1 after a message. */
+static int encode(const options *o, const mkc_gguf *f, const mkc_gguf_tensor *t, uint32_t type,
+                  uint64_t bytes, uint8_t *out) {
+  if (type == t->type) return mkc_gguf_copy_tensor(f, t, out);
   const float *imp = importance(o, t, type);
-  float *x = malloc((size_t)t->n_elems * sizeof *x);
-  int rc = -1;
   /* a slice a expert: each its own part of the importance matrix */
   size_t cols = (size_t)t->ne[0], rows = (size_t)t->ne[1],
          slices = (size_t)t->n_elems / cols / rows;
-  size_t slice_bytes = (size_t)bytes / slices;
-  if (!x)
-    fprintf(stderr, "mkc: error: quantize: %s: out of memory\n", t->name);
-  else if (mkc_dequant_f32(t->type, t->data, (size_t)t->n_elems, x) != 0)
-    fprintf(stderr, "mkc: error: quantize: %s: mkc cannot read %s\n", t->name, type_name(t->type));
-  else {
-    rc = 0;
-    for (size_t e = 0; e < slices && !rc; e++)
-      rc = mkc_quantize_fit(type, x + e * rows * cols, rows, cols, imp ? imp + e * cols : NULL,
-                            out + e * slice_bytes, o->threads);
-    if (rc)
-      fprintf(stderr, "mkc: error: quantize: %s: mkc cannot write %s\n", t->name, type_name(type));
+  size_t src_row = (size_t)t->n_bytes / slices / rows, dst_row = (size_t)bytes / slices / rows;
+  size_t per_row = src_row + dst_row + cols * sizeof(float);
+  size_t slab_rows = o->max_buffer / per_row < rows ? o->max_buffer / per_row : rows;
+  if (slab_rows < 1) slab_rows = 1;
+  float *x = malloc(slab_rows * cols * sizeof *x);
+  if (!x) {
+    fprintf(stderr, "mkc: error: quantize: %s: out of memory for %zu rows\n", t->name, slab_rows);
+    return -1;
   }
+  int rc = 0;
+  for (size_t e = 0; e < slices && !rc; e++)
+    for (size_t r = 0; r < rows && !rc; r += slab_rows) {
+      size_t nr = rows - r < slab_rows ? rows - r : slab_rows, row = e * rows + r;
+      slab sl = {t, t->data + row * src_row, nr * cols, x};
+      if ((rc = mkc_gguf_read_tensor(f, t, read_slab, &sl)) != 0)
+        break; /* said: unreadable, or truncated or changed while reading */
+      if ((rc = mkc_quantize_fit(type, x, nr, cols, imp ? imp + e * cols : NULL,
+                                 out + row * dst_row, o->threads)) != 0)
+        fprintf(stderr, "mkc: error: quantize: %s: mkc cannot write %s\n", t->name,
+                type_name(type));
+    }
   free(x);
   return rc;
 }
@@ -482,7 +514,7 @@ static int fill(void *ctx, size_t k, void *out) {
   const plan *p = of->p;
   k += of->first;
   const mkc_gguf_tensor *t = &p->f->tensors[p->order[k]];
-  if (encode(p->o, t, p->types[k], p->bytes[k], out) != 0) return -1;
+  if (encode(p->o, p->f, t, p->types[k], p->bytes[k], out) != 0) return -1;
   report(p, k);
   return 0;
 }
@@ -617,7 +649,7 @@ static int write_files(const options *o, const plan *p, const char *arch, int ft
 }
 
 int mkc_cmd_quantize(int argc, char **argv) {
-  options o = {0};
+  options o = {.max_buffer = (size_t)8 << 30}; /* llama-quantize's 8 GiB */
   mkc_quant_mix m = {
       .quantize_output = 1, .output_type = MKC_QUANT_NO_TYPE, .embd_type = MKC_QUANT_NO_TYPE};
   int rc = parse(argc, argv, &o, &m);

@@ -162,6 +162,8 @@ int mkc_gguf_read_tensor(const mkc_gguf *f, const mkc_gguf_tensor *t, int (*read
  * place of its own, whose arrays are freed (their names are the caller's to keep or free). */
 void mkc_gguf_take_tensors(mkc_gguf *f, mkc_gguf_tensor *tensors, mkc_gguf_tensor **by_name,
                            uint64_t n);
+/* Tensor t's bytes copied to dst, guarded so: 0 or -1. */
+int mkc_gguf_copy_tensor(const mkc_gguf *f, const mkc_gguf_tensor *t, void *dst);
 /* The path of the file holding tensor t. */
 const char *mkc_gguf_tensor_path(const mkc_gguf *f, const mkc_gguf_tensor *t);
 
