@@ -72,8 +72,12 @@ static unsigned char *make_row(int type, int n) {
     case 35:
       put_f16(q + 64, uniform(0.001f, 0.05f));
       break;
-    case 40: /* NVFP4: four UE4M3 scale bytes, steps 2^-5 .. 2^-1 (0x7f among them: 0) */
-      for (int s = 0; s < 4; s++) q[s] = (unsigned char)(0x18 + next_u32() % 32);
+    case 40: /* NVFP4: four UE4M3 scale bytes, steps 2^-5 .. 2^-1 or subnormal, bit 7 set or
+              * not (ignored but for 0x7f, which is 0; it is among them) */
+      for (int s = 0; s < 4; s++) {
+        unsigned r = next_u32();
+        q[s] = (unsigned char)((r & 3 ? 0x18 + (r >> 2) % 32 : (r >> 2) % 8) | (r & 64 ? 0x80 : 0));
+      }
       if (b == 1) q[2] = 0x7f;
       break;
     case 39: /* MXFP4: an exponent byte, steps 2^-8 .. 2^-4 */

@@ -89,16 +89,7 @@ expect_line "odd q6_k" "$tmp/info" "tensors: 21 (BF16 21)"
 expect_line "odd q6_k" "$tmp/err" "mkc: init: output.weight: Q6_K needs columns in multiples of 256; stored as BF16"
 
 # A graph with a dim of 256: every type stored as asked, one fallback (ffn_down's 288 columns).
-cp graphs/llama.lua "$tmp/wide.lua"
-cat >>"$tmp/wide.lua" <<'EOF'
-
-preset "wide" {
-  dim = 256, n_layers = 1, n_heads = 4, n_kv_heads = 2, head_dim = 64, ffn = 288,
-  vocab = 64, rope_theta = 10000, rope_layout = "interleaved", norm_eps = 1e-5,
-  tied = false, max_ctx = 64, qkv_bias = false, qk_norm = false,
-  rope_scaling = "none", sliding_window = "none", linear_attention = "none",
-}
-EOF
+cat graphs/llama.lua tests/data/test_presets.lua >"$tmp/wide.lua"
 init_info "wide" "$tmp/wide.lua" --preset wide --seed 1 --type q4_k \
   --tensor-type output.weight=q8_0 --tensor-type output.weight=q6_k \
   --tensor-type blk.0.attn_v.weight=Q4_1 --tensor-type blk.0.attn_k.weight=q5_k \

@@ -129,6 +129,37 @@ if "$mkc" quantize --prune-layers 0 "$tmp/blocks.gguf" "$tmp/pruned.gguf" Q8_0 >
 else
   fail "quantize --prune-layers 0" "$(cat "$tmp/err")"
 fi
+# --prune-layers 1,3 of 5 layers (COPY: the bytes as they were): blk.2 as blk.1, blk.4 as blk.2 (a
+# shift of 2), block_count 3; with --keep-split on the model cut in 3 files, the same tensors
+cat graphs/llama.lua tests/data/test_presets.lua >"$tmp/deep.lua"
+"$mkc" init "$tmp/deep.lua" --preset deep --seed 4 -o "$tmp/deep.gguf" >/dev/null 2>&1
+if "$mkc" quantize --prune-layers 3,1 "$tmp/deep.gguf" "$tmp/deep_p.gguf" COPY >/dev/null 2>"$tmp/err"; then
+  want=$(dump "$tmp/deep.gguf" | awk '$1 == "tensor" && $2 !~ /^blk\.[13]\./ {
+    if ($2 ~ /^blk\.2\./) sub(/^blk\.2\./, "blk.1.", $2); else if ($2 ~ /^blk\.4\./) sub(/^blk\.4\./, "blk.2.", $2); print }' | sort)
+  got=$(dump "$tmp/deep_p.gguf" | grep '^tensor' | sort)
+  [ "$got" = "$want" ] && dump "$tmp/deep_p.gguf" | grep -qx 'kv llama.block_count 3' \
+    && ok "--prune-layers 3,1 of 5: blk.2 as blk.1 and blk.4 as blk.2, byte for byte, block_count 3" \
+    || fail "--prune-layers 3,1" "$(diff <(echo "$got") <(echo "$want") | head -4)"
+  python3 tests/gguf_split.py "$tmp/deep.gguf" "$tmp/dsp" 20 # 48 tensors: 20, 20, 8
+  "$mkc" quantize --keep-split --prune-layers 1,3 "$tmp/dsp-00001-of-00003.gguf" "$tmp/dks" COPY >/dev/null 2>&1
+  cmp -s <(for k in 1 2 3; do dump "$tmp/dks-0000$k-of-00003.gguf"; done | grep '^tensor' | sort) <(echo "$got") \
+    && ok "--prune-layers with --keep-split: the same tensors over the 3 files" \
+    || fail "--prune-layers with --keep-split" "$(ls "$tmp" | grep dks)"
+else
+  fail "quantize --prune-layers 3,1" "$(cat "$tmp/err")"
+fi
+# --prune-layers with --imatrix: the matrix's entries by the names before (blk.1's for the new
+# blk.0); --pure Q4_K, so each matrix's type is the same pruned or not
+im=tests/data/imatrix_blocks_tiny.gguf
+"$mkc" quantize --pure --imatrix "$im" "$tmp/blocks.gguf" "$tmp/bi.gguf" Q4_K_M >/dev/null 2>&1
+"$mkc" quantize --pure "$tmp/blocks.gguf" "$tmp/bn.gguf" Q4_K_M >/dev/null 2>&1
+"$mkc" quantize --pure --imatrix "$im" --prune-layers 0 "$tmp/blocks.gguf" "$tmp/bip.gguf" Q4_K_M >/dev/null 2>&1
+want=$(dump "$tmp/bi.gguf" | awk '$1 == "tensor" && $2 ~ /^blk\.1\./ { sub(/^blk\.1\./, "blk.0.", $2); print }' | sort)
+unweighted=$(dump "$tmp/bn.gguf" | awk '$1 == "tensor" && $2 ~ /^blk\.1\.attn_q/ { print $5 }')
+[ -n "$want" ] && [ "$(dump "$tmp/bip.gguf" | grep '^tensor blk\.0\.' | sort)" = "$want" ] \
+  && [ "$unweighted" != "$(dump "$tmp/bi.gguf" | awk '$2 ~ /^blk\.1\.attn_q/ { print $5 }')" ] \
+  && ok "--prune-layers 0 with --imatrix: the new blk.0 weighted by the old blk.1's entries (the bytes of the unpruned blk.1)" \
+  || fail "--prune-layers with --imatrix"
 expect_error "--prune-layers past the last layer" \
   "mkc: error: quantize: --prune-layers: layer 2: the model has 2 (0 to 1)" \
   -- quantize --prune-layers 1,2 "$tmp/blocks.gguf" "$tmp/x.gguf" Q8_0
@@ -148,6 +179,19 @@ expect_error "--prune-layers with a word" \
 expect_error "--max-buffer-size 0" \
   "mkc: error: quantize: --max-buffer-size: expected MiB, 1 or more, got '0'" \
   -- quantize --max-buffer-size 0 "$tmp/blocks.gguf" "$tmp/x.gguf" Q8_0
+# a tensor of no rows (ne[1] 0, patched in): written as it is, no division by its rows
+python3 - "$tmp/blocks.gguf" "$tmp/zero.gguf" <<'PY'
+import struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+name = b"blk.0.attn_k.weight"
+at = b.index(struct.pack("<Q", len(name)) + name) + 8 + len(name) + 4  # ne[0], then ne[1]
+b[at + 8:at + 16] = struct.pack("<Q", 0)
+open(sys.argv[2], "wb").write(b)
+PY
+"$mkc" quantize "$tmp/zero.gguf" "$tmp/zero8.gguf" Q8_0 >/dev/null 2>"$tmp/err"
+rc=$?
+[ "$rc" -le 1 ] && { [ "$rc" -eq 1 ] || dump "$tmp/zero8.gguf" | grep -q '^tensor blk.0.attn_k.weight .* 256,0 '; } \
+  && ok "a tensor of no rows: no crash (status $rc)" || fail "a tensor of no rows" "status $rc" "$(cat "$tmp/err")"
 # COPY: every tensor as it was; general.file_type llama.cpp's guess (BF16's 32, + 1024: guessed)
 if "$mkc" quantize "$tmp/blocks.gguf" "$tmp/copy.gguf" COPY >/dev/null 2>"$tmp/err"; then
   cmp -s <(dump "$tmp/copy.gguf" | grep '^tensor' | sort) <(dump "$tmp/blocks.gguf" | grep '^tensor' | sort) \

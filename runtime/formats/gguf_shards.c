@@ -72,8 +72,10 @@ int mkc_gguf_open_shards(mkc_gguf *f) {
   int64_t count = 1, no = 0, listed = 0;
   int rc = split_key(f, "split.count", &count);
   if (rc <= 0 || count <= 1) return rc < 0 ? -1 : 0;
-  if (split_key(f, "split.no", &no) != 1)
-    return mkc_error_in(f->path, "split.count is %" PRId64 " but split.no is missing", count);
+  if ((rc = split_key(f, "split.no", &no)) != 1)
+    return rc < 0
+               ? -1
+               : mkc_error_in(f->path, "split.count is %" PRId64 " but split.no is missing", count);
   char prefix[4096];
   int named = split_prefix(f->path, (int)no, (int)count, prefix, sizeof prefix) == 0;
   if (no != 0) {
@@ -105,8 +107,9 @@ int mkc_gguf_open_shards(mkc_gguf *f) {
     if (!s) return -1;
     f->shards[k - 1] = s;
     int64_t s_no = -1, s_count = -1;
-    if (split_key(s, "split.no", &s_no) != 1 || split_key(s, "split.count", &s_count) != 1 ||
-        s_no != k || s_count != count) {
+    int rc_no = split_key(s, "split.no", &s_no), rc_count = split_key(s, "split.count", &s_count);
+    if (rc_no < 0 || rc_count < 0) return -1; /* said */
+    if (rc_no == 0 || rc_count == 0 || s_no != k || s_count != count) {
       return mkc_error_in(path,
                           "expected file %" PRId64 " of %" PRId64 " of a split model (split.no "
                           "%" PRId64 ", split.count %" PRId64 "), found split.no %" PRId64

@@ -110,7 +110,7 @@ static float *read_f32(const mkc_lora *l, const mkc_gguf_tensor *t) {
   float *out = malloc((size_t)t->n_elems * sizeof *out);
   if (!raw || !out) {
     mkc_error_in(l->f->path, "tensor '%s': out of memory", mkc_shown(t->name));
-  } else if (mkc_mapped_copy(&l->f->map, l->f->path, raw, t->data, t->n_bytes) == 0) {
+  } else if (mkc_gguf_copy_tensor(l->f, t, raw) == 0) {
     mkc_dequant_f32(t->type, raw, (size_t)t->n_elems, out);
     free(raw);
     return out;

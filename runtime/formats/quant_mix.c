@@ -44,6 +44,7 @@ enum {
   FT_TQ1_0 = 36,
   FT_TQ2_0 = 37,
   FT_MXFP4_MOE = 38,
+  FT_NVFP4 = 39,
   FT_Q1_0 = 40,
   FT_Q2_0 = 41,
 };
@@ -412,4 +413,23 @@ int mkc_quant_order(const char *a, const char *b) {
   sscanf(b, "blk.%d.", &lb);
   if (la != lb) return la < lb ? -1 : 1;
   return strcmp(a, b);
+}
+
+int mkc_quant_guess_ftype(const uint32_t *types, size_t n) {
+  static const int FT_OF[MKC_GGML_TYPE_COUNT] = {
+      [MKC_GGML_F32] = FT_F32,         [MKC_GGML_F16] = FT_F16,       [MKC_GGML_BF16] = FT_BF16,
+      [MKC_GGML_Q4_0] = FT_Q4_0,       [MKC_GGML_Q4_1] = FT_Q4_1,     [MKC_GGML_Q5_0] = FT_Q5_0,
+      [MKC_GGML_Q5_1] = FT_Q5_1,       [MKC_GGML_Q8_0] = FT_Q8_0,     [MKC_GGML_Q2_K] = FT_Q2_K,
+      [MKC_GGML_Q3_K] = FT_Q3_K_M,     [MKC_GGML_Q4_K] = FT_Q4_K_M,   [MKC_GGML_Q5_K] = FT_Q5_K_M,
+      [MKC_GGML_Q6_K] = FT_Q6_K,       [MKC_GGML_TQ1_0] = FT_TQ1_0,   [MKC_GGML_TQ2_0] = FT_TQ2_0,
+      [MKC_GGML_IQ2_XXS] = FT_IQ2_XXS, [MKC_GGML_IQ2_XS] = FT_IQ2_XS, [MKC_GGML_IQ2_S] = FT_IQ2_S,
+      [MKC_GGML_IQ3_XXS] = FT_IQ3_XXS, [MKC_GGML_IQ1_S] = FT_IQ1_S,   [MKC_GGML_IQ1_M] = FT_IQ1_M,
+      [MKC_GGML_IQ4_NL] = FT_IQ4_NL,   [MKC_GGML_IQ4_XS] = FT_IQ4_XS, [MKC_GGML_IQ3_S] = FT_IQ3_S,
+      [MKC_GGML_NVFP4] = FT_NVFP4,     [MKC_GGML_Q1_0] = FT_Q1_0,     [MKC_GGML_Q2_0] = FT_Q2_0};
+  size_t count[MKC_GGML_TYPE_COUNT] = {0}, most = 0;
+  uint32_t top = MKC_GGML_F32;
+  for (size_t k = 0; k < n; k++)
+    if (types[k] < MKC_GGML_TYPE_COUNT && most < ++count[types[k]])
+      most = count[types[k]], top = types[k];
+  return FT_OF[top] | 1024; /* a type not listed: F32's 0, as llama.cpp's */
 }

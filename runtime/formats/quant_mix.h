@@ -7,6 +7,7 @@
 #ifndef MKC_QUANT_MIX_H
 #define MKC_QUANT_MIX_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define MKC_QUANT_NO_TYPE UINT32_MAX
@@ -64,6 +65,11 @@ uint32_t mkc_quant_type(mkc_quant_mix *m, const char *name, int n_dims, int64_t 
 /* Whether a tensor written in type needs an importance matrix under m's file type (the IQ1, IQ2
  * and IQ3_XXS types, and Q2_K in a Q2_K_S file; never token_embd or output.weight). */
 int mkc_quant_needs_imatrix(const mkc_quant_mix *m, const char *name, uint32_t type);
+
+/* The file type llama.cpp's loader guesses for a file without general.file_type, types[n] its
+ * tensors' in llama.cpp's order: the most common type's (the first to reach that count), + 1024
+ * (LLAMA_FTYPE_GUESSED). llama-quantize's COPY writes it. */
+int mkc_quant_guess_ftype(const uint32_t *types, size_t n);
 
 /* llama.cpp's order of a model's tensors: by layer (blk.N.; the rest first), then by name. For
  * qsort over an array of names. */

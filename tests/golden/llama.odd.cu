@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph af03e9d6dcd5419b, templates 939a55db278c4303, options 22f3ac7b51cc1f37
+ * hashes:  graph af03e9d6dcd5419b, templates 2b7b70f9bc63bc7e, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 127296 floats, KV 36864 bf16, weights 147072 bf16, smem 39872 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -1977,8 +1977,8 @@ MKC_DEVICE_INLINE void mkc_dot_lanes_of(int type, int lane, const mkc_wrow *w, i
 #define MKC_DOT_XS_MAX 4096
 typedef unsigned char mkc_v16u8 __attribute__((vector_size(16)));
 
-/* Piece b of a row: its 32 weights (32-weight block b, or sub-block b % 8 of
- * 256-weight block b / 8: chunks 4b .. 4b + 3 either way) as 32 codes and a
+/* Piece b of a row: its 32 weights (32-weight block b, or part b % (block / 32)
+ * of a larger block: chunks 4b .. 4b + 3 either way) as 32 codes and a
  * step per 16: weight i is s[i / 16] * (code i - off), or s[i / 16] * code i +
  * m[i / 16] for the types with a min (min set): mkc_wchunk_q's codes, which
  * mkc_wscale turns into weights by the same formula (the same bits). */
@@ -1997,7 +1997,8 @@ MKC_DEVICE_INLINE mkc_v16u8 mkc_bits_x16(unsigned bits) {
   return (mkc_v16u8)((v & bit) != 0) & 16;
 }
 
-#if defined(MKC_W_USES_IQ4_NL) || defined(MKC_W_USES_IQ4_XS) || defined(MKC_W_USES_MXFP4)
+#if defined(MKC_W_USES_IQ4_NL) || defined(MKC_W_USES_IQ4_XS) || defined(MKC_W_USES_MXFP4) ||       \
+    defined(MKC_W_USES_NVFP4)
 /* The levels of 16 nibbles (IQ4_NL's or MXFP4's, mkc_levels_chunk's words) as codes: each
  * level plus 128, so that a code less an offset of 128 is the level (exact). */
 MKC_DEVICE_INLINE mkc_v16u8 mkc_levels_x16(mkc_v16u8 nibbles, int fp4) {
@@ -2184,6 +2185,97 @@ MKC_DEVICE_INLINE int mkc_wpiece_of(int type, const unsigned char *row, int b, m
     p->m[0] = p->m[1] = 0.0f;
     p->min = 0;
     p->off = 128.0f;
+    return 1;
+  }
+#endif
+#ifdef MKC_W_USES_NVFP4
+  case MKC_W_NVFP4: { /* sub-blocks 2 (b & 1) + h of 16, each 8 bytes of nibbles (low: its weights
+                       * 0..7, high: 8..15) and its own scale byte: half a block of 64 */
+    const unsigned char *blk = row + (b >> 1) * 36;
+    for (int h = 0; h < 2; h++) {
+      int sb = 2 * (b & 1) + h;
+      mkc_v16u8 nib;
+      memcpy(&nib, blk + 4 + 8 * sb, 8); /* the 8 bytes twice: low nibbles, then high */
+      memcpy((unsigned char *)&nib + 8, blk + 4 + 8 * sb, 8);
+      const mkc_v16u8 shift = {0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4};
+      p->q[h] = mkc_levels_x16(nib >> shift & 15, 1);
+      p->s[h] = mkc_ue4m3_half(blk[sb]);
+      p->m[h] = 0.0f;
+    }
+    p->min = 0;
+    p->off = 128.0f;
+    return 1;
+  }
+#endif
+#if defined(MKC_W_USES_Q1_0) || defined(MKC_W_USES_Q2_0) || defined(MKC_W_USES_TQ2_0)
+  case MKC_W_Q1_0:
+  case MKC_W_Q2_0:
+  case MKC_W_TQ2_0: { /* codes less an offset of 1, one f16 step: Q1_0's bits as 0 or 2 (a quarter
+                       * of a block of 128), Q2_0's pairs (half a block of 64: 4 a byte, the low
+                       * first), TQ2_0's as Q2_K's pairs (bits 2 l of 32 bytes at 32 n) */
+    p->off = 1.0f;
+    p->min = 0;
+    p->m[0] = p->m[1] = 0.0f;
+    if (type == MKC_W_Q1_0) {
+      const unsigned char *blk = row + (b >> 2) * 18;
+      p->s[0] = p->s[1] = mkc_f16_at(blk);
+      for (int h = 0; h < 2; h++) {
+        const unsigned char *q = blk + 2 + 4 * (b & 3) + 2 * h;
+        p->q[h] = mkc_bits_x16((unsigned)q[0] | (unsigned)q[1] << 8) >> 3;
+      }
+    } else if (type == MKC_W_Q2_0) {
+      const unsigned char *blk = row + (b >> 1) * 18;
+      const mkc_v16u8 shift = {0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6};
+      p->s[0] = p->s[1] = mkc_f16_at(blk);
+      for (int h = 0; h < 2; h++) {
+        const unsigned char *q = blk + 2 + 8 * (b & 1) + 4 * h;
+        unsigned fours[4] = {q[0] * 0x01010101u, q[1] * 0x01010101u, q[2] * 0x01010101u,
+                             q[3] * 0x01010101u}; /* each byte 4 times */
+        mkc_v16u8 v;
+        memcpy(&v, fours, sizeof v);
+        p->q[h] = v >> shift & 3;
+      }
+    } else {
+      int e = 32 * (b & 7), n = e >> 7, l = (e >> 5) & 3;
+      const unsigned char *blk = row + (b >> 3) * 66;
+      p->s[0] = p->s[1] = mkc_f16_at(blk + 64);
+      for (int h = 0; h < 2; h++) {
+        mkc_v16u8 v;
+        memcpy(&v, blk + 32 * n + 16 * h, sizeof v);
+        p->q[h] = v >> 2 * l & 3;
+      }
+    }
+    return 1;
+  }
+#endif
+#ifdef MKC_W_USES_TQ1_0
+  case MKC_W_TQ1_0: { /* piece k = b % 8 of a block: k < 5 trit k of bytes 0..31; 5 and 6 trits
+                       * 2 (k - 5) and the next of bytes 32..47; 7 trit 4 of those, then the 4-trit
+                       * bytes 48..51's trits 0..3 (mkc_wchunk_q's order); less an offset of 1 */
+    int k = b & 7;
+    const unsigned char *blk = row + (b >> 3) * 54;
+    static const unsigned char POW3[5] = {1, 3, 9, 27, 81};
+    for (int h = 0; h < 2; h++) {
+      mkc_v16u8 v, t;
+      if (k < 5) {
+        memcpy(&v, blk + 16 * h, sizeof v);
+        t = v * POW3[k];
+      } else if (k < 7 || h == 0) {
+        memcpy(&v, blk + 32, sizeof v);
+        t = v * POW3[k < 7 ? 2 * (k - 5) + h : 4];
+      } else {
+        const mkc_v16u8 pow3 = {1, 1, 1, 1, 3, 3, 3, 3, 9, 9, 9, 9, 27, 27, 27, 27};
+        mkc_v16u8 w; /* the 4 bytes 4 times */
+        for (int r = 0; r < 4; r++) memcpy((unsigned char *)&w + 4 * r, blk + 48, 4);
+        t = w * pow3;
+      }
+      /* the top trit of t: t 3 / 256, which is 0 up to 85, 1 up to 170, else 2 */
+      p->q[h] = ((mkc_v16u8)(t > 85) & 1) + ((mkc_v16u8)(t > 170) & 1);
+    }
+    p->s[0] = p->s[1] = mkc_f16_at(blk + 52);
+    p->m[0] = p->m[1] = 0.0f;
+    p->min = 0;
+    p->off = 1.0f;
     return 1;
   }
 #endif
@@ -6244,7 +6336,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {21760, 27008, 28800, 21632, 0, 9216, 30592, 35968, 48384, 35840, 60800},
   {73600, 78848, 80640, 73472, 18432, 27648, 82432, 87808, 100224, 87680, 112640},
 };
-#line 6248 "llama.odd.cu"
+#line 6340 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
