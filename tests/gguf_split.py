@@ -1,5 +1,6 @@
-"""IN PREFIX N: cuts the GGUF file IN into files of at most N tensors each, as llama.cpp's
-gguf-split --split-max-tensors N does: PREFIX-00001-of-0000K.gguf, ..., the first with IN's
+"""IN PREFIX N [--no-tensor-first-split]: cuts the GGUF file IN into files of at most N tensors
+each, as llama.cpp's gguf-split --split-max-tensors N does (with the flag, the first file holds
+the metadata alone, as gguf-split's flag of that name makes it): PREFIX-00001-of-0000K.gguf, ..., the first with IN's
 metadata, each with split.no (u16), split.count (u16) and split.tensors.count (i32), the tensors
 in IN's order, their data 32-byte aligned. Written apart from mkc, for tests of its reader."""
 import struct, sys
@@ -43,11 +44,11 @@ def s(text):
     return struct.pack("<Q", len(b)) + b
 
 
-def main(path, prefix, per):
+def main(path, prefix, per, empty_first):
     buf = open(path, "rb").read()
     kvs = raw_kvs(buf)
     _, tensors = read(path)
-    groups = [tensors[i:i + per] for i in range(0, len(tensors), per)]
+    groups = ([[]] if empty_first else []) + [tensors[i:i + per] for i in range(0, len(tensors), per)]
     for no, group in enumerate(groups):
         meta = (kvs if no == 0 else []) + [
             s("split.no") + struct.pack("<IH", 2, no),
@@ -65,4 +66,4 @@ def main(path, prefix, per):
             f.write(head + data)
 
 
-main(sys.argv[1], sys.argv[2], int(sys.argv[3]))
+main(sys.argv[1], sys.argv[2], int(sys.argv[3]), "--no-tensor-first-split" in sys.argv[4:])

@@ -57,6 +57,35 @@ expect_error "a tensor in two files" \
   "mkc: error: $tmp/dup-00001-of-00003.gguf: tensor 'blk.0.attn_k.weight' is in two files of the split model ($tmp/dup-00001-of-00003.gguf and $tmp/dup-00002-of-00003.gguf)" \
   -- run -m "$tmp/dup-00001-of-00003.gguf" --prompt-ids 3 -n 1
 mv "$tmp/third" "$tmp/sp-00003-of-00003.gguf"
+# split.tensors.count not what the files hold; a split.no out of range
+cp "$tmp/sp-00001-of-00003.gguf" "$tmp/keep"
+poke_key() { # FILE KEY PACKED-HEX: the value after KEY's name and type, replaced
+  python3 - "$@" <<'PY'
+import struct, sys
+p, key, value = sys.argv[1], sys.argv[2].encode(), bytes.fromhex(sys.argv[3])
+b = bytearray(open(p, "rb").read())
+at = b.index(struct.pack("<Q", len(key)) + key) + 8 + len(key) + 4
+b[at:at + len(value)] = value
+open(p, "wb").write(b)
+PY
+}
+poke_key "$tmp/sp-00001-of-00003.gguf" split.tensors.count 16000000 # 22
+expect_error "split.tensors.count not the tensors held" \
+  "mkc: error: $tmp/sp-00001-of-00003.gguf: split.tensors.count is 22, but the 3 files hold 21 tensors" \
+  -- run -m "$tmp/sp-00001-of-00003.gguf" --prompt-ids 3 -n 1
+cp "$tmp/keep" "$tmp/sp-00001-of-00003.gguf"
+cp "$tmp/sp-00002-of-00003.gguf" "$tmp/keep2"
+poke_key "$tmp/sp-00002-of-00003.gguf" split.no 0900 # 9
+expect_error "a file's split.no out of place" \
+  "mkc: error: $tmp/sp-00002-of-00003.gguf: expected file 2 of 3 of a split model (split.no 1, split.count 3), found split.no 9, split.count 3" \
+  -- run -m "$tmp/sp-00001-of-00003.gguf" --prompt-ids 3 -n 1
+cp "$tmp/keep2" "$tmp/sp-00002-of-00003.gguf"
+# gguf-split --no-tensor-first-split: the first file the metadata alone; the model as whole
+split "$tmp/whole.gguf" "$tmp/nt" 8 --no-tensor-first-split
+a=$(run "$tmp/nt-00001-of-00004.gguf")
+b=$(run "$tmp/whole.gguf")
+[ -n "$a" ] && [ "$a" = "$b" ] && ok "a first file of no tensors (gguf-split --no-tensor-first-split): runs as the whole file" \
+  || fail "a first file of no tensors" "$a / $b" "$(cat "$tmp/err")"
 
 # mkc quantize of the split model: one file, the tensors and metadata of quantizing the whole
 "$mkc" quantize "$tmp/whole.gguf" "$tmp/whole8.gguf" Q8_0 >/dev/null 2>&1
