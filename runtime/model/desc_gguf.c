@@ -172,7 +172,10 @@ static int read_rope_freqs(const mkc_gguf *f, const char *arch, const mkc_gguf_t
   }
   float *divisor = malloc((size_t)half * sizeof *divisor);
   if (!divisor) return -1;
-  memcpy(divisor, t->data, (size_t)half * sizeof *divisor);
+  if (mkc_gguf_copy_tensor(f, t, divisor) != 0) { /* said: its file changed under it */
+    free(divisor);
+    return -1;
+  }
   float largest = 0;
   for (int j = 0; j < half; j++) largest = divisor[j] > largest ? divisor[j] : largest;
   s->type = MKC_ROPE_SCALING_LLAMA3;
@@ -223,16 +226,22 @@ static int read_factor_list(const mkc_gguf *f, const char *name, const mkc_gguf_
                                      : "another type or shape");
     return -1;
   }
+  float *list = malloc((size_t)half * sizeof *list);
+  if (!list || mkc_gguf_copy_tensor(f, t, list) != 0) { /* no memory, or its file changed */
+    free(list);
+    return -1;
+  }
   for (int j = 0; j < half; j++) {
-    float x;
-    memcpy(&x, (const char *)t->data + (size_t)j * sizeof x, sizeof x);
+    float x = list[j];
     if (!(x > 0) || !isfinite(x)) {
       fprintf(stderr, "mkc: error: %s: %s[%d] = %g: Expected a positive divisor\n", f->path, name,
               j, x);
+      free(list);
       return -1;
     }
     v[j] = x;
   }
+  free(list);
   return 0;
 }
 
