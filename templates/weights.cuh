@@ -99,7 +99,7 @@ MKC_DEVICE float mkc_ue4m3_half(unsigned e) {
 }
 #endif
 
-#ifdef MKC_W_USES_Q2_0
+#if defined(MKC_W_USES_Q2_0) || defined(MKC_W_USES_Q1_0) || defined(MKC_W_USES_TQ2_0)
 /* The 2-bit fields of 16 bits (field i: bits 2i, 2i + 1) as bytes: field i to bit 8i. */
 MKC_DEVICE unsigned long long mkc_pairs_x8(unsigned w) {
   unsigned long long x = w & 0xffffu;

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph af03e9d6dcd5419b, templates 2b7b70f9bc63bc7e, options 380dc56497bb469f
+ * hashes:  graph af03e9d6dcd5419b, templates 2b66a3a2009758cf, options 380dc56497bb469f
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    85 stages, 0 grid barriers, 84 flow waits; scratch 4701632 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 44544 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -1101,7 +1101,7 @@ MKC_DEVICE float mkc_ue4m3_half(unsigned e) {
 }
 #endif
 
-#ifdef MKC_W_USES_Q2_0
+#if defined(MKC_W_USES_Q2_0) || defined(MKC_W_USES_Q1_0) || defined(MKC_W_USES_TQ2_0)
 /* The 2-bit fields of 16 bits (field i: bits 2i, 2i + 1) as bytes: field i to bit 8i. */
 MKC_DEVICE unsigned long long mkc_pairs_x8(unsigned w) {
   unsigned long long x = w & 0xffffu;
@@ -1976,6 +1976,7 @@ MKC_DEVICE_INLINE void mkc_dot_lanes_of(int type, int lane, const mkc_wrow *w, i
 #ifdef MKC_CPU
 #define MKC_DOT_XS_MAX 4096
 typedef unsigned char mkc_v16u8 __attribute__((vector_size(16)));
+typedef unsigned long long mkc_v2u64 __attribute__((vector_size(16))); /* the same bytes */
 
 /* Piece b of a row: its 32 weights (32-weight block b, or part b % (block / 32)
  * of a larger block: chunks 4b .. 4b + 3 either way) as 32 codes and a
@@ -2194,11 +2195,10 @@ MKC_DEVICE_INLINE int mkc_wpiece_of(int type, const unsigned char *row, int b, m
     const unsigned char *blk = row + (b >> 1) * 36;
     for (int h = 0; h < 2; h++) {
       int sb = 2 * (b & 1) + h;
-      mkc_v16u8 nib;
-      memcpy(&nib, blk + 4 + 8 * sb, 8); /* the 8 bytes twice: low nibbles, then high */
-      memcpy((unsigned char *)&nib + 8, blk + 4 + 8 * sb, 8);
-      const mkc_v16u8 shift = {0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4};
-      p->q[h] = mkc_levels_x16(nib >> shift & 15, 1);
+      unsigned long long v; /* low nibbles, then high, put together in registers */
+      memcpy(&v, blk + 4 + 8 * sb, sizeof v);
+      mkc_v2u64 halves = {v & MKC_LOW_NIBBLES, v >> 4 & MKC_LOW_NIBBLES};
+      p->q[h] = mkc_levels_x16((mkc_v16u8)halves, 1);
       p->s[h] = mkc_ue4m3_half(blk[sb]);
       p->m[h] = 0.0f;
     }
@@ -2225,15 +2225,12 @@ MKC_DEVICE_INLINE int mkc_wpiece_of(int type, const unsigned char *row, int b, m
       }
     } else if (type == MKC_W_Q2_0) {
       const unsigned char *blk = row + (b >> 1) * 18;
-      const mkc_v16u8 shift = {0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6};
       p->s[0] = p->s[1] = mkc_f16_at(blk);
-      for (int h = 0; h < 2; h++) {
+      for (int h = 0; h < 2; h++) { /* 4 bytes of pairs, 2 at a time (no per-byte shift counts) */
         const unsigned char *q = blk + 2 + 8 * (b & 1) + 4 * h;
-        unsigned fours[4] = {q[0] * 0x01010101u, q[1] * 0x01010101u, q[2] * 0x01010101u,
-                             q[3] * 0x01010101u}; /* each byte 4 times */
-        mkc_v16u8 v;
-        memcpy(&v, fours, sizeof v);
-        p->q[h] = v >> shift & 3;
+        mkc_v2u64 codes = {mkc_pairs_x8(q[0] | (unsigned)q[1] << 8),
+                           mkc_pairs_x8(q[2] | (unsigned)q[3] << 8)};
+        p->q[h] = (mkc_v16u8)codes;
       }
     } else {
       int e = 32 * (b & 7), n = e >> 7, l = (e >> 5) & 3;
@@ -6350,7 +6347,7 @@ MKC_CONSTANT int mkc_layer_i[16][11] = {
   {1114171392, 1118365696, 1119414272, 1114169344, 58720256, 60817408, 1120462848, 1124659200, 1141436416, 1124657152, 1158213632},
   {1174992896, 1179187200, 1180235776, 1174990848, 62914560, 65011712, 1181284352, 1185480704, 1202257920, 1185478656, 1219035136},
 };
-#line 6354 "llama.llama-3.2-1b.cu"
+#line 6351 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset tiny
- * hashes:  graph af03e9d6dcd5419b, templates 2b7b70f9bc63bc7e, options 1dafad5a1c6b2df3
+ * hashes:  graph af03e9d6dcd5419b, templates 2b66a3a2009758cf, options 1dafad5a1c6b2df3
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 117440 floats, KV 65536 bf16, weights 115328 bf16, smem 39872 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -1101,7 +1101,7 @@ MKC_DEVICE float mkc_ue4m3_half(unsigned e) {
 }
 #endif
 
-#ifdef MKC_W_USES_Q2_0
+#if defined(MKC_W_USES_Q2_0) || defined(MKC_W_USES_Q1_0) || defined(MKC_W_USES_TQ2_0)
 /* The 2-bit fields of 16 bits (field i: bits 2i, 2i + 1) as bytes: field i to bit 8i. */
 MKC_DEVICE unsigned long long mkc_pairs_x8(unsigned w) {
   unsigned long long x = w & 0xffffu;
@@ -1976,6 +1976,7 @@ MKC_DEVICE_INLINE void mkc_dot_lanes_of(int type, int lane, const mkc_wrow *w, i
 #ifdef MKC_CPU
 #define MKC_DOT_XS_MAX 4096
 typedef unsigned char mkc_v16u8 __attribute__((vector_size(16)));
+typedef unsigned long long mkc_v2u64 __attribute__((vector_size(16))); /* the same bytes */
 
 /* Piece b of a row: its 32 weights (32-weight block b, or part b % (block / 32)
  * of a larger block: chunks 4b .. 4b + 3 either way) as 32 codes and a
@@ -2194,11 +2195,10 @@ MKC_DEVICE_INLINE int mkc_wpiece_of(int type, const unsigned char *row, int b, m
     const unsigned char *blk = row + (b >> 1) * 36;
     for (int h = 0; h < 2; h++) {
       int sb = 2 * (b & 1) + h;
-      mkc_v16u8 nib;
-      memcpy(&nib, blk + 4 + 8 * sb, 8); /* the 8 bytes twice: low nibbles, then high */
-      memcpy((unsigned char *)&nib + 8, blk + 4 + 8 * sb, 8);
-      const mkc_v16u8 shift = {0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4};
-      p->q[h] = mkc_levels_x16(nib >> shift & 15, 1);
+      unsigned long long v; /* low nibbles, then high, put together in registers */
+      memcpy(&v, blk + 4 + 8 * sb, sizeof v);
+      mkc_v2u64 halves = {v & MKC_LOW_NIBBLES, v >> 4 & MKC_LOW_NIBBLES};
+      p->q[h] = mkc_levels_x16((mkc_v16u8)halves, 1);
       p->s[h] = mkc_ue4m3_half(blk[sb]);
       p->m[h] = 0.0f;
     }
@@ -2225,15 +2225,12 @@ MKC_DEVICE_INLINE int mkc_wpiece_of(int type, const unsigned char *row, int b, m
       }
     } else if (type == MKC_W_Q2_0) {
       const unsigned char *blk = row + (b >> 1) * 18;
-      const mkc_v16u8 shift = {0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6};
       p->s[0] = p->s[1] = mkc_f16_at(blk);
-      for (int h = 0; h < 2; h++) {
+      for (int h = 0; h < 2; h++) { /* 4 bytes of pairs, 2 at a time (no per-byte shift counts) */
         const unsigned char *q = blk + 2 + 8 * (b & 1) + 4 * h;
-        unsigned fours[4] = {q[0] * 0x01010101u, q[1] * 0x01010101u, q[2] * 0x01010101u,
-                             q[3] * 0x01010101u}; /* each byte 4 times */
-        mkc_v16u8 v;
-        memcpy(&v, fours, sizeof v);
-        p->q[h] = v >> shift & 3;
+        mkc_v2u64 codes = {mkc_pairs_x8(q[0] | (unsigned)q[1] << 8),
+                           mkc_pairs_x8(q[2] | (unsigned)q[3] << 8)};
+        p->q[h] = (mkc_v16u8)codes;
       }
     } else {
       int e = 32 * (b & 7), n = e >> 7, l = (e >> 5) & 3;
@@ -6336,7 +6333,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {16512, 20608, 22656, 16384, 0, 16384, 24704, 28928, 41216, 28800, 53504},
   {65920, 70016, 72064, 65792, 32768, 49152, 74112, 78336, 90624, 78208, 102912},
 };
-#line 6340 "llama.tiny.cu"
+#line 6337 "llama.tiny.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
