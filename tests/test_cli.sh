@@ -114,7 +114,7 @@ expect_error "--context-shift with --batch and no -n" \
   -- run --preset tiny --random-weights 1 --batch /dev/null --context-shift
 
 # Bad input: clear messages, non-zero exit, no crash.
-expect_error "unknown command" "mkc: error: unknown command 'frobnicate' (expected one of: run, chat, gen, compile, bench, inspect, init, info, serve, embed, tokenize, perplexity, quantize, imatrix)" -- frobnicate
+expect_error "unknown command" "mkc: error: unknown command 'frobnicate' (expected one of: run, chat, gen, compile, bench, inspect, init, info, serve, embed, tokenize, perplexity, quantize, imatrix, gguf-split)" -- frobnicate
 expect_error "unknown option" "mkc: error: unknown option '--fast'" -- run --preset tiny --fast 1
 expect_error "--draft-max out of range" "mkc: error: --draft-max: expected an integer in 0..31, got '40'" \
   -- gen graphs/llama.lua --preset tiny --draft-max 40 -o "$tmp/x.cu"

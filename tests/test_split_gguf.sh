@@ -129,4 +129,51 @@ fi
   && cmp -s <(dump "$tmp/k1-00001-of-00001.gguf" | grep '^tensor' | sort) <(dump "$tmp/whole8.gguf" | grep '^tensor' | sort) \
   && ok "--keep-split of one file: OUT-00001-of-00001.gguf, the whole Q8_0's metadata and tensors, in the input's order" \
   || fail "--keep-split of one file" "$(diff <(dump "$tmp/k1-00001-of-00001.gguf") <(dump "$tmp/whole8.gguf") | head -5)"
+# mkc gguf-split: the same files as gguf_split.py, byte for byte (both as llama-gguf-split lays
+# them out), with and without --no-tensor-first-split
+"$mkc" gguf-split --split-max-tensors 8 "$tmp/whole.gguf" "$tmp/gs" 2>"$tmp/err" \
+  && cmp -s "$tmp/gs-00001-of-00003.gguf" "$tmp/sp-00001-of-00003.gguf" \
+  && cmp -s "$tmp/gs-00002-of-00003.gguf" "$tmp/sp-00002-of-00003.gguf" \
+  && cmp -s "$tmp/gs-00003-of-00003.gguf" "$tmp/sp-00003-of-00003.gguf" \
+  && ok "gguf-split --split-max-tensors 8: gguf_split.py's 3 files, byte for byte" \
+  || fail "gguf-split --split-max-tensors 8" "$(cat "$tmp/err")"
+"$mkc" gguf-split --no-tensor-first-split --split-max-tensors 8 "$tmp/whole.gguf" "$tmp/gn" 2>"$tmp/err" \
+  && cmp -s "$tmp/gn-00001-of-00004.gguf" "$tmp/nt-00001-of-00004.gguf" \
+  && cmp -s "$tmp/gn-00004-of-00004.gguf" "$tmp/nt-00004-of-00004.gguf" \
+  && ok "gguf-split --no-tensor-first-split: gguf_split.py's 4 files" \
+  || fail "gguf-split --no-tensor-first-split" "$(cat "$tmp/err")"
+# --split-max-size 1M: no file's tensor data past 1,000,000 bytes (each padded to 32); it runs
+"$mkc" gguf-split --split-max-size 1M "$tmp/whole.gguf" "$tmp/gm" 2>"$tmp/err"
+n=$(ls "$tmp"/gm-*-of-*.gguf 2>/dev/null | wc -l)
+big=$(for f in "$tmp"/gm-*.gguf; do python3 -c '
+import sys; sys.path.insert(0, "tests"); from gguf_dump import read
+print(sum((len(t[3]) + 31) // 32 * 32 for t in read(sys.argv[1])[1]))' "$f"; done | awk '$1 > 1000000' | wc -l)
+a=$(run "$tmp/gm-00001-of-0000$n.gguf")
+[ "$n" -eq 4 ] && [ "$big" -eq 0 ] && [ "$a" = "$(run "$tmp/whole.gguf")" ] \
+  && ok "gguf-split --split-max-size 1M: 4 files, none past 1 MB of tensors, the whole file's tokens" \
+  || fail "gguf-split --split-max-size 1M" "$n files, $big too big, $a" "$(cat "$tmp/err")"
+"$mkc" gguf-split --dry-run --split-max-size 1M "$tmp/whole.gguf" "$tmp/dry" >"$tmp/out" 2>&1
+[ "$(head -1 "$tmp/out")" = "n_split: 4" ] && ! ls "$tmp"/dry-* >/dev/null 2>&1 \
+  && ok "gguf-split --dry-run: the plan, no file" || fail "gguf-split --dry-run" "$(cat "$tmp/out")"
+# --merge: the whole file's tensors in its order, its metadata, then split.no 0 and
+# split.tensors.count 21 as they were and split.count 0 (not a split model again); it runs
+"$mkc" gguf-split --merge "$tmp/gs-00001-of-00003.gguf" "$tmp/merged.gguf" 2>"$tmp/err"
+cmp -s <(dump "$tmp/merged.gguf" | grep '^tensor') <(dump "$tmp/whole.gguf" | grep '^tensor') \
+  && cmp -s <(dump "$tmp/merged.gguf" | grep '^kv' | grep -v '^kv split\.') <(dump "$tmp/whole.gguf" | grep '^kv') \
+  && [ "$(dump "$tmp/merged.gguf" | grep '^kv split\.' | tr '\n' ' ')" = "kv split.no 0 kv split.tensors.count 21 kv split.count 0 " ] \
+  && [ "$(run "$tmp/merged.gguf")" = "$(run "$tmp/whole.gguf")" ] \
+  && ok "gguf-split --merge: the whole file's tensors and metadata, split.count 0; it runs" \
+  || fail "gguf-split --merge" "$(dump "$tmp/merged.gguf" | grep '^kv split')" "$(cat "$tmp/err")"
+"$mkc" gguf-split --merge --delete-splits "$tmp/gn-00001-of-00004.gguf" "$tmp/merged2.gguf" 2>"$tmp/err" \
+  && ! ls "$tmp"/gn-* >/dev/null 2>&1 && cmp -s <(dump "$tmp/merged2.gguf" | grep '^tensor') <(dump "$tmp/whole.gguf" | grep '^tensor') \
+  && ok "gguf-split --merge --delete-splits: merged, the 4 files gone" \
+  || fail "gguf-split --merge --delete-splits" "$(ls "$tmp" | grep gn)" "$(cat "$tmp/err")"
+expect_error "gguf-split --merge of a file that is not split" \
+  "mkc: error: $tmp/whole.gguf: not the first file of a split model (no split.count above 1)" \
+  -- gguf-split --merge "$tmp/whole.gguf" "$tmp/x.gguf"
+expect_error "gguf-split --split and --merge" "mkc: error: gguf-split: --split or --merge, not both" \
+  -- gguf-split --split --merge "$tmp/whole.gguf" "$tmp/x"
+expect_error "gguf-split --split-max-size in kilobytes" \
+  "mkc: error: gguf-split: --split-max-size: expected N followed by M or G (megabytes or gigabytes), got '500K'" \
+  -- gguf-split --split-max-size 500K "$tmp/whole.gguf" "$tmp/x"
 finish

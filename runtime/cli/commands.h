@@ -18,5 +18,6 @@ int mkc_cmd_tokenize(int argc, char **argv);   /* a text's tokens, as llama-toke
 int mkc_cmd_perplexity(int argc, char **argv); /* a text's perplexity, as llama-perplexity's */
 int mkc_cmd_imatrix(int argc, char **argv);    /* an importance matrix over a text */
 int mkc_cmd_quantize(int argc, char **argv);   /* a GGUF in a llama-quantize type */
+int mkc_cmd_gguf_split(int argc, char **argv); /* a GGUF cut in files, or put back in one */
 
 #endif

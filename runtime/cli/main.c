@@ -28,6 +28,8 @@ static const char USAGE[] =
     "  perplexity  a text's perplexity under a model, as llama-perplexity measures it\n"
     "  quantize a GGUF model in a llama-quantize type (Q4_K_M, Q8_0, ...)\n"
     "  imatrix  an importance matrix over a text, as llama-imatrix computes it\n"
+    "  gguf-split  a GGUF model cut in files, or put back in one, as\n"
+    "           llama-gguf-split does\n"
     "\n"
     "MODEL is a GGUF file or a Hugging Face folder (config.json, safetensors,\n"
     "tokenizer.json), or the file name of a model in the model directory\n"
@@ -41,13 +43,21 @@ static const struct {
   const char *name;
   int (*fn)(int argc, char **argv);
 } COMMANDS[] = {
-    {"run", mkc_cmd_run},           {"chat", mkc_cmd_chat},
-    {"gen", mkc_cmd_gen},           {"compile", mkc_cmd_compile},
-    {"bench", mkc_cmd_bench},       {"inspect", mkc_cmd_inspect},
-    {"init", mkc_cmd_init},         {"info", mkc_cmd_info},
-    {"serve", mkc_cmd_serve},       {"embed", mkc_cmd_embed},
-    {"tokenize", mkc_cmd_tokenize}, {"perplexity", mkc_cmd_perplexity},
-    {"quantize", mkc_cmd_quantize}, {"imatrix", mkc_cmd_imatrix},
+    {"run", mkc_cmd_run},
+    {"chat", mkc_cmd_chat},
+    {"gen", mkc_cmd_gen},
+    {"compile", mkc_cmd_compile},
+    {"bench", mkc_cmd_bench},
+    {"inspect", mkc_cmd_inspect},
+    {"init", mkc_cmd_init},
+    {"info", mkc_cmd_info},
+    {"serve", mkc_cmd_serve},
+    {"embed", mkc_cmd_embed},
+    {"tokenize", mkc_cmd_tokenize},
+    {"perplexity", mkc_cmd_perplexity},
+    {"quantize", mkc_cmd_quantize},
+    {"imatrix", mkc_cmd_imatrix},
+    {"gguf-split", mkc_cmd_gguf_split},
 };
 
 int main(int argc, char **argv) {
