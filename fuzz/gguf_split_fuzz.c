@@ -25,7 +25,9 @@ static int setup(void) {
   static int done = 0;
   if (done) return done > 0 ? 0 : -1;
   done = -1;
-  snprintf(dir, sizeof dir, "/tmp/mkc-split-fuzz-XXXXXX");
+  const char *tmp = getenv("TMPDIR");
+  snprintf(dir, sizeof dir, "%s/mkc-split-fuzz-XXXXXX",
+           tmp && *tmp && strlen(tmp) < 32 ? tmp : "/tmp");
   if (!mkdtemp(dir)) return -1;
   atexit(cleanup);
   snprintf(first, sizeof first, "%s/m-00001-of-00002.gguf", dir);
@@ -56,8 +58,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (setup() != 0) abort();
   FILE *out = fopen(second, "wb");
   if (!out) abort();
-  if (size && fwrite(data, 1, size, out) != size) abort();
-  fclose(out);
+  if ((size && fwrite(data, 1, size, out) != size) | (fclose(out) != 0)) abort();
   mkc_gguf *f = mkc_gguf_open(first);
   if (!f) return 0;
   volatile unsigned sink = 0;

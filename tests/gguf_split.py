@@ -1,8 +1,9 @@
 """IN PREFIX N [--no-tensor-first-split]: cuts the GGUF file IN into files of at most N tensors
-each, as llama.cpp's gguf-split --split-max-tensors N does (with the flag, the first file holds
-the metadata alone, as gguf-split's flag of that name makes it): PREFIX-00001-of-0000K.gguf, ..., the first with IN's
-metadata, each with split.no (u16), split.count (u16) and split.tensors.count (i32), the tensors
-in IN's order, their data 32-byte aligned. Written apart from mkc, for tests of its reader."""
+each, as llama.cpp's gguf-split --split-max-tensors N does: PREFIX-00001-of-0000K.gguf, ..., the
+first with IN's metadata (with the flag, alone: gguf-split's flag of that name), each with
+split.no (u16), split.tensors.count (i32) and split.count (u16; last, as gguf-split sets it again
+once it knows the count), the tensors in IN's order, their data 32-byte aligned. Written apart
+from mkc, for tests of its reader and of mkc gguf-split."""
 import struct, sys
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
@@ -52,8 +53,8 @@ def main(path, prefix, per, empty_first):
     for no, group in enumerate(groups):
         meta = (kvs if no == 0 else []) + [
             s("split.no") + struct.pack("<IH", 2, no),
-            s("split.count") + struct.pack("<IH", 2, len(groups)),
-            s("split.tensors.count") + struct.pack("<Ii", 5, len(tensors))]
+            s("split.tensors.count") + struct.pack("<Ii", 5, len(tensors)),
+            s("split.count") + struct.pack("<IH", 2, len(groups))]
         infos, data = b"", b""
         for name, t, ne, payload, _ in group:
             data += b"\0" * (-len(data) % 32)

@@ -169,8 +169,19 @@ cmp -s <(dump "$tmp/merged.gguf" | grep '^tensor') <(dump "$tmp/whole.gguf" | gr
   && ok "gguf-split --merge --delete-splits: merged, the 4 files gone" \
   || fail "gguf-split --merge --delete-splits" "$(ls "$tmp" | grep gn)" "$(cat "$tmp/err")"
 expect_error "gguf-split --merge of a file that is not split" \
-  "mkc: error: $tmp/whole.gguf: not the first file of a split model (no split.count above 1)" \
+  "mkc: error: $tmp/whole.gguf: not the first file of a split model (no split.count of 1 or more)" \
   -- gguf-split --merge "$tmp/whole.gguf" "$tmp/x.gguf"
+expect_error "gguf-split --merge onto a file (here the first input, with --delete-splits)" \
+  "mkc: error: gguf-split: $tmp/gs-00001-of-00003.gguf already exists" \
+  -- gguf-split --merge --delete-splits "$tmp/gs-00001-of-00003.gguf" "$tmp/gs-00001-of-00003.gguf"
+[ -f "$tmp/gs-00002-of-00003.gguf" ] && ok "... and the split files are all still there" \
+  || fail "the split files after a refused merge"
+# a model of fewer tensors than the limit: one file, split.count 1, which --merge takes
+"$mkc" gguf-split "$tmp/whole.gguf" "$tmp/one" 2>/dev/null \
+  && "$mkc" gguf-split --merge "$tmp/one-00001-of-00001.gguf" "$tmp/one.gguf" 2>"$tmp/err" \
+  && cmp -s <(dump "$tmp/one.gguf" | grep '^tensor') <(dump "$tmp/whole.gguf" | grep '^tensor') \
+  && ok "gguf-split of 21 tensors (limit 128): one file; --merge takes it back" \
+  || fail "a split of one file" "$(cat "$tmp/err")"
 expect_error "gguf-split --split and --merge" "mkc: error: gguf-split: --split or --merge, not both" \
   -- gguf-split --split --merge "$tmp/whole.gguf" "$tmp/x"
 expect_error "gguf-split --split-max-size in kilobytes" \

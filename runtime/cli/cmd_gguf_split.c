@@ -1,5 +1,6 @@
 /* mkc gguf-split: a GGUF model cut into files, or a split one put back in one file, with
  * llama.cpp's llama-gguf-split's command line and files (formats/gguf_shards.c reads them). */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,10 +151,11 @@ static int split(const options *o, const mkc_gguf *f) {
     int32_t listed = (int32_t)f->n_tensors;
     part p = {f, first[s]};
     uint64_t bytes = 0;
+    /* llama-gguf-split's order: split.count set again once the count is known goes last */
     rc = !w || (s == 0 && copy_metadata(f, "split.", w) != 0) ||
          mkc_gguf_set(w, "split.no", MKC_GGUF_UINT16, &no) != 0 ||
-         mkc_gguf_set(w, "split.count", MKC_GGUF_UINT16, &count) != 0 ||
-         mkc_gguf_set(w, "split.tensors.count", MKC_GGUF_INT32, &listed) != 0;
+         mkc_gguf_set(w, "split.tensors.count", MKC_GGUF_INT32, &listed) != 0 ||
+         mkc_gguf_set(w, "split.count", MKC_GGUF_UINT16, &count) != 0;
     for (uint64_t i = first[s]; i < first[s + 1] && !rc; i++) {
       const mkc_gguf_tensor *t = &f->tensors[i];
       bytes += t->n_bytes;
@@ -181,10 +183,15 @@ static int split(const options *o, const mkc_gguf *f) {
 /* The split model whole in one file: its metadata with split.count 0 (so that it is not taken
  * for a split model again, as llama-gguf-split marks it), every tensor in file order. */
 static int merge(const options *o, const mkc_gguf *f) {
-  if (f->n_split < 2) {
+  int64_t count = 0;
+  if (mkc_gguf_get_int(f, "split.count", &count) != 1 || count < 1) {
     fprintf(stderr,
-            "mkc: error: %s: not the first file of a split model (no split.count above 1)\n",
+            "mkc: error: %s: not the first file of a split model (no split.count of 1 or more)\n",
             o->in);
+    return 1;
+  }
+  if (access(o->out, F_OK) == 0) { /* as llama-gguf-split: never over a file, an input least */
+    fprintf(stderr, "mkc: error: gguf-split: %s already exists\n", o->out);
     return 1;
   }
   if (o->dry_run) {
@@ -220,16 +227,22 @@ int mkc_cmd_gguf_split(int argc, char **argv) {
   if (!f) return 1;
   rc = o.merge ? merge(&o, f) : split(&o, f);
   if (!rc && o.merge && o.delete_splits && !o.dry_run) { /* the merged file is whole: drop them */
-    char **paths = calloc(f->n_split, sizeof *paths);
-    uint32_t n = 0;
-    if (paths) {
-      paths[n++] = strdup(f->path);
-      for (uint32_t k = 0; k + 1 < f->n_split; k++) paths[n++] = strdup(f->shards[k]->path);
-    }
+    uint32_t files = f->n_split > 1 ? f->n_split : 1, n = 0;
+    char **paths = calloc(files, sizeof *paths);
+    for (uint32_t k = 0; paths && k < files; k++)
+      if ((paths[n] = strdup(k ? f->shards[k - 1]->path : f->path))) n++;
     mkc_gguf_close(f);
     f = NULL;
+    if (n < files) {
+      fprintf(stderr, "mkc: error: gguf-split: out of memory: the split files were kept\n");
+      rc = 1;
+    }
     for (uint32_t k = 0; k < n; k++) {
-      if (paths[k] && unlink(paths[k]) != 0) perror(paths[k]);
+      if (n == files && unlink(paths[k]) != 0) {
+        fprintf(stderr, "mkc: error: gguf-split: %s: cannot delete: %s\n", paths[k],
+                strerror(errno));
+        rc = 1;
+      }
       free(paths[k]);
     }
     free(paths);

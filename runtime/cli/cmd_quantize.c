@@ -440,8 +440,9 @@ int mkc_cmd_quantize(int argc, char **argv) {
   if (o.ft->base == MKC_QUANT_NO_TYPE) { /* COPY: IN's file type, else llama.cpp's guess */
     int64_t in_ft;
     for (uint64_t k = 0; k < n; k++) types[k] = f->tensors[order[k]].type;
-    ftype = mkc_gguf_get_int(f, "general.file_type", &in_ft) == 1 ? (int)in_ft
-                                                                  : mkc_quant_guess_ftype(types, n);
+    int got = mkc_gguf_get_int(f, "general.file_type", &in_ft);
+    if (got < 0) goto done; /* said: not an integer */
+    ftype = got == 1 ? (int)in_ft : mkc_quant_guess_ftype(types, n);
   }
   int blocks = m.n_layer; /* block_count written */
   if (o.n_prune &&

@@ -10,6 +10,7 @@
 #include "formats/swa_pattern.h"
 #include "model_file.h"
 #include "rope_flags.h"
+#include "util/files.h"
 #include "util/text.h"
 
 static const char *const ARCHS[] = {"llama",    "mistral",    "qwen2",  "qwen3",
@@ -171,7 +172,7 @@ static int read_rope_freqs(const mkc_gguf *f, const char *arch, const mkc_gguf_t
     return -1;
   }
   float *divisor = malloc((size_t)half * sizeof *divisor);
-  if (!divisor) return -1;
+  if (!divisor) return mkc_error_in(f->path, "out of memory for rope_freqs.weight");
   if (mkc_gguf_copy_tensor(f, t, divisor) != 0) { /* said: its file changed under it */
     free(divisor);
     return -1;
@@ -227,7 +228,8 @@ static int read_factor_list(const mkc_gguf *f, const char *name, const mkc_gguf_
     return -1;
   }
   float *list = malloc((size_t)half * sizeof *list);
-  if (!list || mkc_gguf_copy_tensor(f, t, list) != 0) { /* no memory, or its file changed */
+  if (!list) return mkc_error_in(f->path, "out of memory for %s", name);
+  if (mkc_gguf_copy_tensor(f, t, list) != 0) { /* said: its file changed */
     free(list);
     return -1;
   }
