@@ -142,6 +142,7 @@ static uint32_t plan(const options *o, const mkc_gguf *f, uint64_t *first) {
 
 static int split(const options *o, const mkc_gguf *f) {
   uint64_t *first = malloc((f->n_tensors + 3) * sizeof *first);
+  if (!first) fprintf(stderr, "mkc: error: gguf-split: out of memory\n");
   uint32_t files = first ? plan(o, f, first) : 0;
   int rc = files ? 0 : 1;
   if (o->dry_run && files) printf("n_split: %" PRIu32 "\n", files);
