@@ -126,17 +126,20 @@ int mkc_gguf_open_shards(mkc_gguf *f) {
   return 0;
 }
 
+/* The file that holds tensor t. */
+static const mkc_gguf *holder(const mkc_gguf *f, const mkc_gguf_tensor *t) {
+  return t->shard ? f->shards[t->shard - 1] : f;
+}
+
 int mkc_gguf_read_tensor(const mkc_gguf *f, const mkc_gguf_tensor *t, int (*read)(void *ctx),
                          void *ctx) {
-  const mkc_gguf *in = t->shard ? f->shards[t->shard - 1] : f;
-  return mkc_mapped_read(&in->map, in->path, read, ctx);
+  return mkc_mapped_read(&holder(f, t)->map, holder(f, t)->path, read, ctx);
 }
 
 int mkc_gguf_copy_tensor(const mkc_gguf *f, const mkc_gguf_tensor *t, void *dst) {
-  const mkc_gguf *in = t->shard ? f->shards[t->shard - 1] : f;
-  return mkc_mapped_copy(&in->map, in->path, dst, t->data, (size_t)t->n_bytes);
+  return mkc_mapped_copy(&holder(f, t)->map, holder(f, t)->path, dst, t->data, (size_t)t->n_bytes);
 }
 
 const char *mkc_gguf_tensor_path(const mkc_gguf *f, const mkc_gguf_tensor *t) {
-  return t->shard ? f->shards[t->shard - 1]->path : f->path;
+  return holder(f, t)->path;
 }

@@ -288,18 +288,8 @@ static void block_mxfp4(const float *x, uint8_t *b) {
   float e = amax > 0 ? floorf(log2f(amax)) - 2 + 127 : 0;
   b[0] = (uint8_t)(e < 0 ? 0 : e > 254 ? 254 : e);
   float d = mkc_e8m0_half(b[0]);
-  for (int i = 0; i < 16; i++) {
-    int code[2];
-    for (int h = 0; h < 2; h++) {
-      float v = x[i + 16 * h];
-      code[h] = 0;
-      for (int k = 1; k < 16; k++)
-        if (fabsf((float)mkc_mxfp4_levels[k] * d - v) <
-            fabsf((float)mkc_mxfp4_levels[code[h]] * d - v))
-          code[h] = k;
-    }
-    b[1 + i] = (uint8_t)(code[0] | code[1] << 4);
-  }
+  for (int i = 0; i < 16; i++)
+    b[1 + i] = (uint8_t)(mkc_fp4_code(x[i], d) | mkc_fp4_code(x[i + 16], d) << 4);
 }
 
 /* IQ4_XS, 136 bytes per 256: per sub-block of 32 IQ4_NL's step, as d (f16,

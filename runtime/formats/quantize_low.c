@@ -97,8 +97,7 @@ static uint8_t ue4m3_of(float f) {
   return exp >= 15 ? 0x7e : (uint8_t)(exp << 3 | man);
 }
 
-/* The nearest level times d to v, the lower index on a tie. */
-static int fp4_code(float v, float d) {
+int mkc_fp4_code(float v, float d) {
   int best = 0;
   for (int k = 1; k < 16; k++)
     if (fabsf((float)mkc_mxfp4_levels[k] * d - v) < fabsf((float)mkc_mxfp4_levels[best] * d - v))
@@ -114,6 +113,6 @@ void mkc_quantize_nvfp4(const float *x, uint8_t *b) {
     b[s] = ue4m3_of(abs_max(xs, 16) / 6.0f);
     float d = mkc_ue4m3_half(b[s]);
     for (int j = 0; j < 8; j++)
-      b[4 + 8 * s + j] = (uint8_t)(fp4_code(xs[j], d) | fp4_code(xs[j + 8], d) << 4);
+      b[4 + 8 * s + j] = (uint8_t)(mkc_fp4_code(xs[j], d) | mkc_fp4_code(xs[j + 8], d) << 4);
   }
 }
