@@ -230,6 +230,17 @@ preset "gemma2-tiny" {
   attn_softcap = 2, final_softcap = 3,
 }
 
+-- Gemma 1's shape in small (Gemma 2B's heads of 256 on one KV head): embeddings scaled by sqrt(dim)
+-- and a GELU-gated MLP, and none of what Gemma 2 and 3 added: no norms after attention and the MLP,
+-- no windows, no caps.
+preset "gemma1-tiny" {
+  dim = 16, n_layers = 3, n_heads = 4, n_kv_heads = 1, head_dim = 256, ffn = 96,
+  vocab = 272, rope_theta = 10000, rope_layout = "neox", norm_eps = 1e-6,
+  tied = true, max_ctx = 256, qkv_bias = false, qk_norm = false,
+  rope_scaling = "none", sliding_window = "none", linear_attention = "none",
+  embed_scale = 4, attn_scale = 0, ffn_act = "gelu_tanh",
+}
+
 -- Qwen3-Next's layer pattern in small (mkc's own graph and weight names otherwise): three linear
 -- layers, each a gated delta-rule recurrence in place of attention, then one with attention; runs on
 -- the reference executor only (--backend ref).

@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
-# Gemma 2 and 3 as Hugging Face folders and GGUF files: `mkc init --preset gemma3-tiny -o DIR`
+# Gemma 1, 2 and 3 as Hugging Face folders and GGUF files: `mkc init --preset gemma3-tiny -o DIR`
 # writes config.json as transformers writes Gemma 3's (gemma3_text), gemma2-tiny Gemma 2's (soft
-# caps on the scores and the logits), and their norms as transformers stores them (the scale less
-# 1); mkc reads each back as the GGUF's model, and its cpu kernel gives transformers' own greedy
-# tokens and log-probabilities on those folders (tests/data/gemma{2,3}_transformers.txt) and on
-# gemma3-tiny's weights under the config transformers 5 saves (tests/data/gemma3_transformers5.json:
-# layer_types, rope_parameters per layer type, query_pre_attn_scalar 64, the global layers' RoPE
-# scaled), and llama.cpp's on gemma2-tiny's GGUF (tests/data/gemma2_llamacpp.txt; test_gguf_cli.sh
-# has gemma3-tiny's); multimodal checkpoints' text_config and tensor names read as the text model's.
+# caps on the scores and the logits), gemma1-tiny Gemma 1's (gemma), and their norms as
+# transformers stores them (the scale less 1); mkc reads each back as the GGUF's model, and its
+# cpu kernel gives transformers' own greedy tokens and log-probabilities on those folders
+# (tests/data/gemma{1,2,3}_transformers.txt) and on gemma3-tiny's weights under the config
+# transformers 5 saves (tests/data/gemma3_transformers5.json: layer_types, rope_parameters per
+# layer type, query_pre_attn_scalar 64, the global layers' RoPE scaled), and llama.cpp's on
+# gemma1-tiny's and gemma2-tiny's GGUFs (tests/data/gemma{1,2}_llamacpp.txt; test_gguf_cli.sh has
+# gemma3-tiny's); multimodal checkpoints' text_config and tensor names read as the text model's.
 source "$(dirname "$0")/lib.sh"
 P=3,1,4,1,5,9,2,6
 
-for g in 2 3; do
+for g in 1 2 3; do
   d=$tmp/g$g
   "$mkc" init --preset "gemma$g-tiny" --seed 5 -o "$d" 2>"$tmp/err" || fail "init gemma$g-tiny -o DIR" "$(cat "$tmp/err")"
   "$mkc" init --preset "gemma$g-tiny" --seed 5 -o "$d.gguf" 2>"$tmp/err" || fail "init gemma$g-tiny -o FILE.gguf" "$(cat "$tmp/err")"
@@ -41,6 +42,31 @@ for key in '"model_type":	"gemma2"' '"attn_logit_softcapping":	2.0' '"final_logi
   grep -qF "$key" "$tmp/g2/config.json" && ok "gemma2 config.json: $key" || fail "gemma2 config.json: $key" "$(cat "$tmp/g2/config.json")"
 done
 grep -q rope_local_base_freq "$tmp/g2/config.json" && fail "gemma2 config.json: no local RoPE base" || ok "gemma2 config.json: no local RoPE base"
+for key in '"model_type":	"gemma"' '"hidden_act":	"gelu_pytorch_tanh"' '"tie_word_embeddings":	true'; do
+  grep -qF "$key" "$tmp/g1/config.json" && ok "gemma config.json: $key" || fail "gemma config.json: $key" "$(cat "$tmp/g1/config.json")"
+done
+grep -q -e softcapping -e sliding_window -e layer_types "$tmp/g1/config.json" &&
+  fail "gemma config.json: no caps or windows" "$(cat "$tmp/g1/config.json")" || ok "gemma config.json: no caps or windows"
+# Gemma 1's official configs say "gelu", which GemmaConfig reads as the tanh form; another
+# activation is refused rather than run as GELU.
+mkdir "$tmp/g1gelu" "$tmp/g1relu"
+for d in g1gelu g1relu; do cp "$tmp/g1/model.safetensors" "$tmp/$d/"; done
+sed -e 's/"hidden_act":.*"gelu_pytorch_tanh",/"hidden_act": "gelu",/' -e '/"hidden_activation"/d' "$tmp/g1/config.json" >"$tmp/g1gelu/config.json"
+sed 's/"hidden_act":.*"gelu_pytorch_tanh",/"hidden_act": "relu",/' "$tmp/g1/config.json" >"$tmp/g1relu/config.json"
+grep -q '"hidden_act": "gelu",' "$tmp/g1gelu/config.json" && ! grep -q hidden_activation "$tmp/g1gelu/config.json" &&
+  "$mkc" run -m "$tmp/g1gelu" --prompt-ids $P -n 40 --backend cpu >"$tmp/g1gelu.out" 2>"$tmp/err" &&
+  cmp -s "$tmp/g1gelu.out" "$tmp/g1.dir.out" && ok "a gemma config's legacy \"hidden_act\": \"gelu\": the tanh form's tokens" ||
+  fail "a gemma config's legacy \"hidden_act\": \"gelu\"" "$(cat "$tmp/err")" "$(cat "$tmp/g1gelu.out")"
+expect_error "a gemma config with another activation" \
+  "mkc: error: $tmp/g1relu/config.json: unsupported hidden_act \"relu\" (mkc's Gemma MLP is GELU with the tanh approximation, gelu_pytorch_tanh)" \
+  -- run -m "$tmp/g1relu" --prompt-ids 1 -n 1
+# llama.cpp on gemma1-tiny's GGUF (tools/gemma_llamacpp_fixture.sh): scaled embeddings and GeGLU
+# from the architecture alone, no norms after attention and the MLP.
+expect_greedy "gemma1-tiny's GGUF on the cpu kernel against llama.cpp" tests/data/gemma1_llamacpp.txt "$tmp/g1.gguf"
+expect_sha "gemma1-tiny: the GGUF is the file llama.cpp read" "$tmp/g1.gguf" tests/data/gemma1_llamacpp.txt
+"$mkc" info -m "$tmp/g1.gguf" >"$tmp/info" 2>&1
+grep -q '^architecture: gemma$' "$tmp/info" && grep -q '^graph: .*GeGLU, embeddings x 4)$' "$tmp/info" &&
+  ok "info on a gemma file: GeGLU and embeddings times sqrt(dim), nothing more" || fail "info on a gemma file" "$(cat "$tmp/info")"
 # llama.cpp on gemma2-tiny's GGUF (tools/gemma_llamacpp_fixture.sh): its caps are the file's keys.
 expect_greedy "gemma2-tiny's GGUF on the cpu kernel against llama.cpp" tests/data/gemma2_llamacpp.txt "$tmp/g2.gguf"
 "$mkc" info -m "$tmp/g2.gguf" >"$tmp/info" 2>&1
@@ -77,6 +103,26 @@ awk '/^preset "gemma3-tiny"/ { g = 1 } g && /post_norms = true,/ { sub(/post_nor
 expect_error "init: a gemma3 preset with a score cap" \
   "mkc: error: preset gemma3-tiny: a gemma3 file does not cap its attention scores; the preset caps its scores at 50 and its logits at 0 (0: none)" \
   -- init "$tmp/g3cap.lua" --preset gemma3-tiny --seed 1 -o "$tmp/g3cap.gguf"
+
+# What a gemma file cannot carry: the scaled embeddings and GeGLU make a preset without norms after
+# attention and the MLP a gemma file, which has no windows, caps, Q/K norms, biases or experts.
+g1() { # SEARCH REPLACE: graphs/llama.lua with gemma1-tiny's SEARCH made REPLACE, as $tmp/g1x.lua
+  awk -v from="$1" -v to="$2" '/^preset "gemma1-tiny"/ { g = 1 } g && index($0, from) { sub(from, to); g = 0 } 1' \
+    graphs/llama.lua >"$tmp/g1x.lua"
+}
+g1 'sliding_window = "none"' 'sliding_window = { size = 16 }'
+expect_error "init: a gemma preset with a window" \
+  "mkc: error: preset gemma1-tiny: a gemma file has no sliding windows (gemma2's and gemma3's do)" \
+  -- init "$tmp/g1x.lua" --preset gemma1-tiny --seed 1 -o "$tmp/g1x.gguf"
+g1 'ffn_act = "gelu_tanh",' 'ffn_act = "gelu_tanh", final_softcap = 30,'
+expect_error "init: a gemma preset with a cap" \
+  "mkc: error: preset gemma1-tiny: a gemma file caps neither its attention scores nor its logits; the preset caps its scores at 0 and its logits at 30 (0: none)" \
+  -- init "$tmp/g1x.lua" --preset gemma1-tiny --seed 1 -o "$tmp/g1x.gguf"
+g1 'qk_norm = false' 'qk_norm = true'
+expect_error "init: a gemma preset with Q/K norms" \
+  "mkc: error: preset gemma1-tiny: scaled embeddings or a GELU-gated MLP make it a gemma file, which has no per-head Q/K norms" \
+  -- init "$tmp/g1x.lua" --preset gemma1-tiny --seed 1 -o "$tmp/g1x.gguf"
+[ ! -e "$tmp/g1x.gguf" ] && ok "init: nothing written for a refused gemma preset" || fail "init: a refused gemma preset left a file"
 
 # A multimodal checkpoint: Gemma3Config's text_config, the text model's tensors under
 # language_model.model.* (transformers 4's Gemma3ForConditionalGeneration) or

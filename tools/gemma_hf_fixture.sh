@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Writes tests/data/gemma{2,3}_transformers*.txt: Hugging Face transformers' greedy continuation of
-# a prompt on the Gemma folders `mkc init --preset gemma3-tiny --seed 5` and `--preset gemma2-tiny
-# --seed 5` write (config.json as transformers 4 wrote Gemma's), and on gemma3-tiny's weights under
-# the config.json transformers itself saves (tests/data/gemma3_transformers5.json: rope_parameters
+# Writes tests/data/gemma{1,2,3}_transformers*.txt: Hugging Face transformers' greedy continuation
+# of a prompt on the Gemma folders `mkc init --preset gemma3-tiny --seed 5`, `--preset gemma2-tiny
+# --seed 5` and `--preset gemma1-tiny --seed 5` write (config.json as transformers 4 wrote
+# Gemma's), and on gemma3-tiny's weights under the config.json transformers itself saves (tests/data/gemma3_transformers5.json: rope_parameters
 # per layer type and layer_types, as transformers 5 writes them) for a variant whose scores are
 # scaled by query_pre_attn_scalar = 64 and whose global layers' RoPE is linearly scaled by 4.
 # test_gemma_hf.sh checks mkc's kernel against them. Also tests/data/phi3_transformers.txt, on the
@@ -17,7 +17,8 @@ work=${WORK:-$(mktemp -d)}
 mkdir -p "$work"
 PROMPT="3 1 4 1 5 9 2 6 5 3 5 8 9 7 9 3 2 3 8 4" # past the windows of 16
 STEPS=48
-rm -rf "$work/g2" "$work/g3" "$work/g3v" "$work/phi3"
+rm -rf "$work/g1" "$work/g2" "$work/g3" "$work/g3v" "$work/phi3"
+build/mkc init --preset gemma1-tiny --seed 5 -o "$work/g1" >&2
 build/mkc init --preset gemma2-tiny --seed 5 -o "$work/g2" >&2
 build/mkc init --preset odd --seed 5 --arch phi3 -o "$work/phi3" >&2
 build/mkc init --preset gemma3-tiny --seed 5 -o "$work/g3" >&2
@@ -46,6 +47,7 @@ fixture() {
     "$py" tools/hf_greedy.py "$2" $STEPS $PROMPT
   } >"tests/data/$1.txt"
 }
+fixture gemma1_transformers "$work/g1" gemma1-tiny
 fixture gemma2_transformers "$work/g2" gemma2-tiny
 fixture gemma3_transformers "$work/g3" gemma3-tiny
 fixture gemma3_transformers5 "$work/g3v" gemma3-tiny tests/data/gemma3_transformers5.json

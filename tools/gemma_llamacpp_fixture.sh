@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Writes llama.cpp's greedy continuation of a prompt on the file `mkc init --preset PRESET --seed 5`
-# writes (gemma3-tiny: a gemma3 file; gemma2-tiny: a gemma2 file), with each step's
-# log-probability. test_gguf_cli.sh and test_gemma_hf.sh check mkc's kernel against it. llama.cpp
+# writes (gemma3-tiny: a gemma3 file; gemma2-tiny: a gemma2 file; gemma1-tiny: a gemma file), with
+# each step's log-probability. test_gguf_cli.sh and test_gemma_hf.sh check mkc's kernel against it. llama.cpp
 # is the one llama-cpp-python 0.3.36 vendors (the sdist tests/data/fetch.sh pins), built here on
 # the CPU:
 #   pip install gguf   # tools/gguf_add_vocab.py
 #   bash tools/gemma_llamacpp_fixture.sh gemma3-tiny > tests/data/gemma3_llamacpp.txt
 #   bash tools/gemma_llamacpp_fixture.sh gemma2-tiny > tests/data/gemma2_llamacpp.txt
+#   bash tools/gemma_llamacpp_fixture.sh gemma1-tiny > tests/data/gemma1_llamacpp.txt
 # MKC_N_CTX: llama.cpp's context (256; tools/llamacpp_greedy.c). INIT_FLAGS go to mkc init (a phi3 file, fused matrices and all; F32 matrices, so llama.cpp's CPU
 # keeps its activations in F32, and test_gguf_cli.sh runs mkc with an F16 cache as llama.cpp's):
 #   INIT_FLAGS="--arch phi3 --type f32" bash tools/gemma_llamacpp_fixture.sh odd > tests/data/phi3_llamacpp.txt

@@ -97,7 +97,8 @@ static int has_weight(const mkc_graph *g, const char *name) {
 
 /* The GGUF architecture whose loader reads this graph's weights as they are:
  * norms after attention and the MLP are Gemma's (gemma3's with per-head Q/K
- * norms, else gemma2's), Q/K/V biases qwen2's, per-head Q/K norms qwen3's. */
+ * norms, else gemma2's), scaled embeddings or GeGLU without them Gemma 1's,
+ * Q/K/V biases qwen2's, per-head Q/K norms qwen3's. */
 static const char *architecture(const mkc_graph *g) {
   if (has_weight(g, "blk.0.attn_sinks.weight")) return "gpt-oss";
   const mkc_node *add = first_node(g, MKC_OP_ADD), *logits = first_node(g, MKC_OP_LOGITS);
@@ -105,6 +106,10 @@ static const char *architecture(const mkc_graph *g) {
     return first_node(g, MKC_OP_MOE) ? "granitemoe" : "granite";
   if (has_weight(g, "blk.0.post_attention_norm.weight"))
     return has_weight(g, "blk.0.attn_q_norm.weight") ? "gemma3" : "gemma2";
+  const mkc_node *embed = first_node(g, MKC_OP_EMBED), *swiglu = first_node(g, MKC_OP_SWIGLU);
+  if ((embed && embed->scale > 0 && embed->scale != 1) ||
+      (swiglu && swiglu->act == MKC_ACT_GELU_TANH)) /* Gemma 1's, without norms after */
+    return "gemma";
   if (first_node(g, MKC_OP_MOE)) /* experts: qwen3moe's with head norms, else Mixtral's llama */
     return has_weight(g, "blk.0.attn_q_norm.weight") ? "qwen3moe" : "llama";
   if (has_weight(g, "blk.0.attn_q_norm.weight")) return "qwen3";
@@ -181,14 +186,15 @@ static int add_rope_freqs(mkc_gguf_writer *out, const mkc_model_desc *d) {
   return mkc_gguf_add_tensor(out, "rope_freqs.weight", MKC_GGML_F32, 1, ne, divisor); /* copied */
 }
 
-/* What a Gemma model (gemma = 2 or 3) says beyond the sizes, into d, or -1
+/* What a Gemma model (gemma = 1, 2 or 3) says beyond the sizes, into d, or -1
  * with a message where the graph differs from what its loaders derive
  * (desc_gguf.c and hf_config.c: read_gemma) and the file cannot say so: the
  * window and its pattern (L local layers then 1 global, from layer 0), Gemma
  * 3's local RoPE base (Gemma 2's local layers share the global one),
  * embeddings times sqrt(dim), the default score scale, GeGLU, the soft caps
- * (Gemma 2: both; Gemma 3: the logits' only, as llama.cpp reads them). Not a
- * Gemma (gemma = 0): -1 where the graph has any of these, which no other
+ * (Gemma 2: both; Gemma 3: the logits' only, as llama.cpp reads them; Gemma
+ * 1 has no windows or caps, nor Q/K norms, biases or experts). Not a Gemma
+ * (gemma = 0): -1 where the graph has windows or caps, which no other
  * architecture carries. */
 static int describe_gemma(const mkc_graph *g, const char *preset, int gemma, mkc_model_desc *d) {
   const mkc_node *embed = first_node(g, MKC_OP_EMBED), *swiglu = first_node(g, MKC_OP_SWIGLU);
@@ -225,19 +231,24 @@ static int describe_gemma(const mkc_graph *g, const char *preset, int gemma, mkc
   }
   double final_cap = logits ? logits->softcap : 0;
   attn_cap = attn_cap > 0 ? attn_cap : 0;
-  int scaled = embed && embed->scale > 0 && embed->scale != 1;
   int gelu = swiglu && swiglu->act == MKC_ACT_GELU_TANH;
-  if (!gemma) {
-    if (!scaled && !gelu && !att && !attn_cap && !final_cap) return 0;
+  if (!gemma) { /* scaled embeddings or GeGLU made it a gemma file (architecture) */
+    if (!att && !attn_cap && !final_cap) return 0;
     fprintf(stderr,
             "mkc: error: preset %s: %s without Gemma's norms after attention and the MLP: "
-            "mkc's model files carry %s only in a gemma2 or gemma3 file\n",
-            preset,
-            att      ? "sliding windows"
-            : scaled ? "scaled embeddings"
-            : gelu   ? "a GELU-gated MLP"
-                     : "soft caps",
-            att || (!scaled && !gelu) ? "them" : "it");
+            "mkc's model files carry them only in a gemma2 or gemma3 file\n",
+            preset, att ? "sliding windows" : "soft caps");
+    return -1;
+  }
+  const char *extra = has_weight(g, "blk.0.attn_q_norm.weight") ? "per-head Q/K norms"
+                      : has_weight(g, "blk.0.attn_q.bias")      ? "Q/K/V biases"
+                      : first_node(g, MKC_OP_MOE)               ? "experts"
+                                                                : NULL;
+  if (gemma == 1 && extra) {
+    fprintf(stderr,
+            "mkc: error: preset %s: scaled embeddings or a GELU-gated MLP make it a gemma file, "
+            "which has no %s\n",
+            preset, extra);
     return -1;
   }
   double want = sqrt((double)g->dim);
@@ -249,16 +260,24 @@ static int describe_gemma(const mkc_graph *g, const char *preset, int gemma, mkc
             gelu ? "GELU" : "SiLU");
     return -1;
   }
-  /* llama.cpp reads Gemma 2's caps (absent: 50 and 30, so a file cannot say none) and only
-   * Gemma 3's final one */
-  if (gemma == 2 ? !attn_cap || !final_cap : attn_cap > 0) {
+  /* llama.cpp reads Gemma 2's caps (absent: 50 and 30, so a file cannot say none), only
+   * Gemma 3's final one, and none of Gemma 1's */
+  if (gemma == 2 ? !attn_cap || !final_cap : gemma == 3 ? attn_cap > 0 : attn_cap || final_cap) {
     fprintf(stderr,
             "mkc: error: preset %s: %s; the preset caps its scores at %g and its logits at %g "
             "(0: none)\n",
             preset,
-            gemma == 2 ? "a gemma2 file caps both its attention scores and its logits"
-                       : "a gemma3 file does not cap its attention scores",
+            gemma == 2   ? "a gemma2 file caps both its attention scores and its logits"
+            : gemma == 3 ? "a gemma3 file does not cap its attention scores"
+                         : "a gemma file caps neither its attention scores nor its logits",
             attn_cap, final_cap);
+    return -1;
+  }
+  if (gemma == 1 && att) {
+    fprintf(stderr,
+            "mkc: error: preset %s: a gemma file has no sliding windows (gemma2's and gemma3's "
+            "do)\n",
+            preset);
     return -1;
   }
   if (gemma == 2 && att && rope && theta_swa != rope->theta) {
@@ -269,7 +288,8 @@ static int describe_gemma(const mkc_graph *g, const char *preset, int gemma, mkc
     return -1;
   }
   d->embed_scale = want;
-  d->ffn_gelu = d->post_norms = 1;
+  d->ffn_gelu = 1;
+  d->post_norms = gemma > 1;
   d->attn_softcap = attn_cap, d->final_softcap = final_cap;
   if (att) {
     d->sliding_window = att->window;

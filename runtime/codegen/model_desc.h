@@ -109,10 +109,15 @@ static inline int mkc_granite_family(const char *arch) {
   return arch && (strcmp(arch, "granite") == 0 || strcmp(arch, "granitemoe") == 0);
 }
 
-/* 2 or 3 for the gemma2 and gemma3 architectures (mkc_model_desc.arch), else
- * 0: the family whose norms, windows and caps the model files spell alike. */
+/* 1, 2 or 3 for the gemma, gemma2 and gemma3 architectures (mkc_model_desc.arch), else 0: the
+ * family whose scaled embeddings, GeGLU and norms (stored with + 1) the model files spell alike;
+ * 2 and 3 add norms after attention and the MLP, windows and caps. */
 static inline int mkc_gemma_version(const char *arch) {
-  return !arch ? 0 : strcmp(arch, "gemma2") == 0 ? 2 : strcmp(arch, "gemma3") == 0 ? 3 : 0;
+  return !arch                         ? 0
+         : strcmp(arch, "gemma") == 0  ? 1
+         : strcmp(arch, "gemma2") == 0 ? 2
+         : strcmp(arch, "gemma3") == 0 ? 3
+                                       : 0;
 }
 
 #endif

@@ -20,11 +20,12 @@
 
 #include "util/files.h"
 
-/* Gemma3TextConfig's and Gemma2Config's sizes, which a config may leave out
+/* Gemma3TextConfig's, Gemma2Config's and GemmaConfig's sizes, which a config may leave out
  * (Gemma 3 4B-27B's text_config do): hidden, layers, heads, intermediate,
  * vocab. */
 static const int GEMMA3_SIZES[] = {2304, 26, 8, 9216, 262208};
 static const int GEMMA2_SIZES[] = {2304, 26, 8, 9216, 256000};
+static const int GEMMA_SIZES[] = {3072, 28, 16, 24576, 256000};
 
 /* What each model_type fixes. HF stores Q/K rows for rotate-half RoPE;
  * llama.cpp's llama and mistral GGUFs permute them for interleaved RoPE,
@@ -49,6 +50,7 @@ static const arch_info ARCHS[] = {
     {"phi3", "phi3", MKC_ROPE_NEOX, 0, 0, 4096, NULL}, /* Q/K/V and gate/up fused (st_unfuse) */
     {"granite", "granite", MKC_ROPE_INTERLEAVED, 0, 0, 2048, NULL}, /* llama with multipliers */
     {"granitemoe", "granitemoe", MKC_ROPE_INTERLEAVED, 0, 0, 2048, NULL}, /* and experts */
+    {"gemma", "gemma", MKC_ROPE_NEOX, 0, 0, 8192, GEMMA_SIZES},
     {"gemma2", "gemma2", MKC_ROPE_NEOX, 0, 0, 8192, GEMMA2_SIZES},
     {"gemma3_text", "gemma3", MKC_ROPE_NEOX, 0, 1, 131072, GEMMA3_SIZES},
     {"gemma3", "gemma3", MKC_ROPE_NEOX, 0, 1, 131072, GEMMA3_SIZES}, /* its text_config */
@@ -392,31 +394,44 @@ static int read_layer_types(const config *t, const cJSON *types, int n_layers, i
   return rc;
 }
 
-/* Gemma 2 and 3 (Gemma2Config, Gemma3TextConfig, with their defaults):
+/* Gemma (GemmaConfig, Gemma2Config, Gemma3TextConfig, with their defaults):
+ * embeddings times sqrt(hidden_size) and GELU (tanh) gating, and for Gemma 2 and 3
  * windows on the layers layer_types calls sliding_attention (absent: Gemma
  * 2's even layers; Gemma 3's all but every sliding_window_pattern-th, from
  * layer sliding_window_pattern - 1); Gemma 3's local RoPE base
  * rope_local_base_freq, unscaled (Gemma 2's layers share one); scores times
  * query_pre_attn_scalar^-1/2; soft caps on the scores and the logits (Gemma
- * 2's default 50 and 30); embeddings times sqrt(hidden_size); GELU (tanh)
- * gating; norms after attention and the MLP. transformers 5 keeps Gemma 3's
+ * 2's default 50 and 30); norms after attention and the MLP. transformers 5 keeps Gemma 3's
  * RoPEs in rope_parameters under full_attention and sliding_attention.
  * EmbeddingGemma's bidirectional attention is refused. */
-static int read_gemma(const config *t, int gemma2, mkc_model_desc *d) {
+static int read_gemma(const config *t, int gemma, mkc_model_desc *d) {
   char buf[96];
+  int gemma2 = gemma == 2;
   const cJSON *act = field(t, t->root, "hidden_activation");
   if (act && (!cJSON_IsString(act) || strcmp(act->valuestring, "gelu_pytorch_tanh") != 0))
     return mkc_error_in(t->where,
                         "unsupported hidden_activation %s (mkc's Gemma MLP is GELU with the tanh "
                         "approximation, gelu_pytorch_tanh)",
                         mkc_json_describe(act, buf, sizeof buf));
-  if (get_cap(t, "attn_logit_softcapping", gemma2 ? 50 : 0, &d->attn_softcap) ||
-      get_cap(t, "final_logit_softcapping", gemma2 ? 30 : 0, &d->final_softcap))
-    return -1;
+  /* GemmaConfig reads the official releases' "gelu" as the tanh form */
+  act = field(t, t->root, "hidden_act");
+  if (gemma == 1 && act &&
+      (!cJSON_IsString(act) || (strcmp(act->valuestring, "gelu") != 0 &&
+                                strcmp(act->valuestring, "gelu_pytorch_tanh") != 0)))
+    return mkc_error_in(t->where,
+                        "unsupported hidden_act %s (mkc's Gemma MLP is GELU with the tanh "
+                        "approximation, gelu_pytorch_tanh)",
+                        mkc_json_describe(act, buf, sizeof buf));
   int bidirectional = 0;
   if (get_bool(t, "use_bidirectional_attention", 0, &bidirectional)) return -1;
   if (bidirectional)
     return mkc_error_in(t->where, "\"use_bidirectional_attention\": true: mkc decodes causally");
+  d->embed_scale = sqrt((double)d->dim);
+  d->ffn_gelu = 1;
+  if (gemma == 1) return 0; /* GemmaConfig: no window, caps or norms after */
+  if (get_cap(t, "attn_logit_softcapping", gemma2 ? 50 : 0, &d->attn_softcap) ||
+      get_cap(t, "final_logit_softcapping", gemma2 ? 30 : 0, &d->final_softcap))
+    return -1;
   double scalar = 256;
   if (get_positive(t, t->root, "query_pre_attn_scalar", 256, &scalar)) return -1;
   if (fabs(scalar - d->head_dim) > 1e-9 * scalar) d->attn_scale = 1 / sqrt(scalar);
@@ -450,8 +465,7 @@ static int read_gemma(const config *t, int gemma2, mkc_model_desc *d) {
   }
   if (d->sliding_window == 0 || d->swa_local == 0) /* period 1: every layer global */
     d->sliding_window = d->swa_local = d->swa_global = 0, d->rope_theta_swa = 0;
-  d->embed_scale = sqrt((double)d->dim);
-  d->ffn_gelu = d->post_norms = 1;
+  d->post_norms = 1;
   return 0;
 }
 
@@ -505,15 +519,15 @@ static int parse(const config *c, const char *dir_name, mkc_model_desc *d) {
   if (!arch)
     return mkc_error_in(c->where,
                         "unsupported model_type %s (mkc reads llama, mistral, mixtral, qwen2, "
-                        "qwen3, qwen3_moe, phi3, granite, granitemoe, gemma2, gemma3_text, "
-                        "gemma3)",
+                        "qwen3, qwen3_moe, phi3, granite, granitemoe, gemma, gemma2, "
+                        "gemma3_text, gemma3)",
                         mkc_json_describe(type, buf, sizeof buf));
   snprintf(d->arch, sizeof d->arch, "%s", arch->arch);
   name_from_dir(dir_name, arch->arch, d->name, sizeof d->name);
   d->rope_layout = arch->rope_layout;
   d->qkv_bias = arch->qkv_bias;
   d->qk_norm = arch->qk_norm;
-  int gemma = mkc_gemma_version(arch->arch), gemma2 = gemma == 2;
+  int gemma = mkc_gemma_version(arch->arch);
 
   /* A multimodal Gemma 3 describes its language model in text_config. */
   char where[4200];
@@ -533,7 +547,11 @@ static int parse(const config *c, const char *dir_name, mkc_model_desc *d) {
       get_int(t, "num_attention_heads", sz ? sz[2] : -1, 1, &d->n_heads) ||
       get_int(t, "intermediate_size", sz ? sz[3] : -1, 1, &d->ffn) ||
       get_int(t, "vocab_size", sz ? sz[4] : -1, 1, &d->vocab) ||
-      get_int(t, "num_key_value_heads", gemma ? 4 : d->n_heads, 1, &d->n_kv_heads) ||
+      get_int(t, "num_key_value_heads",
+              gemma > 1 ? 4
+              : gemma   ? 16
+                        : d->n_heads,
+              1, &d->n_kv_heads) ||
       get_int(t, "max_position_embeddings", arch->ctx_default, 1, &d->ctx_train))
     return -1;
   if (!gemma && !field(t, t->root, "head_dim") && d->dim % d->n_heads)
@@ -551,7 +569,7 @@ static int parse(const config *c, const char *dir_name, mkc_model_desc *d) {
   /* transformers 5 moves rope_theta and the scaling into rope_parameters (Gemma 3: the global
    * layers' under full_attention). */
   const cJSON *params = field(t, t->root, "rope_parameters");
-  if (gemma && !gemma2 && params && cJSON_IsObject(params) &&
+  if (gemma == 3 && params && cJSON_IsObject(params) &&
       (field(t, params, "full_attention") || field(t, params, "sliding_attention")))
     params = field(t, params, "full_attention");
   mkc_rope_scaling scaling;
@@ -560,7 +578,7 @@ static int parse(const config *c, const char *dir_name, mkc_model_desc *d) {
   if (read_rope(t, field(t, t->root, "rope_scaling"), "rope_scaling", d->ctx_train, pairs,
                 &d->rope_scaling) ||
       read_rope(t, params, "rope_parameters", d->ctx_train, pairs, &scaling) ||
-      get_positive(t, t->root, "rope_theta", gemma && !gemma2 ? 1e6 : 10000, &d->rope_theta) ||
+      get_positive(t, t->root, "rope_theta", gemma == 3 ? 1e6 : 10000, &d->rope_theta) ||
       (!field(t, t->root, "rope_theta") && params &&
        get_positive(t, params, "rope_theta", d->rope_theta, &d->rope_theta)) ||
       get_positive(t, t->root, "rms_norm_eps", 1e-6, &d->norm_eps) ||
@@ -579,7 +597,7 @@ static int parse(const config *c, const char *dir_name, mkc_model_desc *d) {
     return mkc_error_in(t->where, "unsupported attention_bias true (the graph has no o_proj bias)");
   if (mlp_bias)
     return mkc_error_in(t->where, "unsupported mlp_bias true (the graph has no MLP biases)");
-  if (gemma) return read_gemma(t, gemma2, d);
+  if (gemma) return read_gemma(t, gemma, d);
   if (mkc_granite_family(arch->arch) && read_granite(t, d)) return -1;
   if (read_experts(t, arch, d)) return -1;
 

@@ -1,5 +1,5 @@
 /* Hugging Face tensor names as GGUF names (llama, mistral, qwen2, qwen3,
- * gemma2 and gemma3 checkpoints: model.layers.N.* and three globals), Gemma's norms
+ * gemma, gemma2 and gemma3 checkpoints: model.layers.N.* and three globals), Gemma's norms
  * stored as their scale less 1, and the Q/K row order GGUF uses for
  * interleaved RoPE. */
 #include "hf.h"
@@ -107,7 +107,7 @@ static int translate(const char *arch, const char *name, char *out, size_t cap, 
   int layer = layer_of(name, from_hf ? "model.layers." : "blk.", &rest);
   if (layer < 0) return -1;
   const name_pair *p = NULL;
-  if (mkc_gemma_version(arch))
+  if (mkc_gemma_version(arch) > 1) /* Gemma 1's are llama's */
     p = pair_of(GEMMA_LAYER_NAMES, COUNT(GEMMA_LAYER_NAMES), rest, from_hf);
   if (strcmp(arch, "mixtral") == 0)
     p = pair_of(MIXTRAL_LAYER_NAMES, COUNT(MIXTRAL_LAYER_NAMES), rest, from_hf);

@@ -61,15 +61,19 @@ static void add_rope_scaling(cJSON *c, const mkc_rope_scaling *s, int max_pos) {
                             s->attn_factor * (s->factor > 1 ? 1 + 0.1 * log(s->factor) : 1));
 }
 
-/* Gemma 2's and 3's keys (Gemma2Config, Gemma3TextConfig; hf_config.c:
+/* Gemma's keys (GemmaConfig: its activation; Gemma2Config, Gemma3TextConfig; hf_config.c:
  * read_gemma): the window on the layers layer_types calls
  * sliding_attention, and, for transformers before 4.53, which read no
  * layer_types, Gemma 3's sliding_window_pattern where it can say it (one
  * global layer a period). Without a window, every layer is full_attention.
  * The soft caps, null for none. */
 static void add_gemma(cJSON *c, const mkc_model_desc *d) {
-  int gemma3 = mkc_gemma_version(d->arch) == 3;
+  int gemma = mkc_gemma_version(d->arch), gemma3 = gemma == 3;
   cJSON_AddStringToObject(c, "hidden_activation", "gelu_pytorch_tanh");
+  if (gemma == 1) { /* GemmaConfig: its activation only, under transformers 5's key too */
+    cJSON_AddStringToObject(c, "hidden_act", "gelu_pytorch_tanh");
+    return;
+  }
   cJSON_AddNumberToObject(c, "query_pre_attn_scalar",
                           d->attn_scale > 0 ? 1 / (d->attn_scale * d->attn_scale) : d->head_dim);
   cJSON_AddNumberToObject(c, "sliding_window",

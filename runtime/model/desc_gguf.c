@@ -13,9 +13,9 @@
 #include "util/files.h"
 #include "util/text.h"
 
-static const char *const ARCHS[] = {"llama",    "mistral",    "qwen2",  "qwen3",
-                                    "qwen3moe", "gemma2",     "gemma3", "phi3",
-                                    "granite",  "granitemoe", "gpt-oss"};
+static const char *const ARCHS[] = {"llama",    "mistral", "qwen2",      "qwen3",
+                                    "qwen3moe", "gemma",   "gemma2",     "gemma3",
+                                    "phi3",     "granite", "granitemoe", "gpt-oss"};
 
 /* ARCH.suffix, an integer in [min, 2^30] (absent: *v unchanged); 1 if present, 0 if absent, -1
  * on error. */
@@ -368,7 +368,7 @@ static int read_arch(const mkc_gguf *f, mkc_model_desc *d) {
   if (!known) {
     fprintf(stderr,
             "mkc: error: %s: architecture \"%s\" is not supported (mkc runs llama, mistral, qwen2, "
-            "qwen3, qwen3moe, gemma2, gemma3, phi3, granite, granitemoe, gpt-oss)\n",
+            "qwen3, qwen3moe, gemma, gemma2, gemma3, phi3, granite, granitemoe, gpt-oss)\n",
             f->path, mkc_shown(arch));
     return -1;
   }
@@ -517,14 +517,15 @@ static int read_swa_pattern(const mkc_gguf *f, const char *arch, int n, mkc_mode
   return 0;
 }
 
-/* Gemma 2 and 3 as llama.cpp's loaders read them: the local layers attend
+/* Gemma as llama.cpp's loaders read it: embeddings times sqrt(dim), a GELU-gated MLP, and
+ * nothing more for Gemma 1 (gemma); Gemma 2 and 3's local layers attend
  * over ARCH.attention.sliding_window positions, from layer 0 by
  * ARCH.attention.sliding_window_pattern (default: Gemma 2's 1 local : 1
  * global; Gemma 3's 5 : 1, and no window unless one is given), with their own
  * RoPE base where ARCH.rope.freq_base_swa gives one (Gemma 3's default 10000,
- * unscaled); embeddings times sqrt(dim); scores times 1 / sqrt(head_dim),
+ * unscaled); scores times 1 / sqrt(head_dim),
  * but 1 / sqrt(dim / heads) in the 27Bs (46 and 62 layers: gemma_pytorch's
- * query_pre_attn_scalar); a GELU-gated MLP; norms after attention and the
+ * query_pre_attn_scalar); norms after attention and the
  * MLP, which the converter stored with Gemma's + 1 added. Soft caps:
  * ARCH.attn_logit_softcapping (Gemma 2's, default 50) and
  * ARCH.final_logit_softcapping (default 30 in Gemma 2, none in Gemma 3).
@@ -533,6 +534,11 @@ static int read_swa_pattern(const mkc_gguf *f, const char *arch, int n, mkc_mode
 static int read_gemma(const mkc_gguf *f, const char *arch, mkc_model_desc *d) {
   int gemma2 = mkc_gemma_version(arch) == 2;
   char key[128];
+  snprintf(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", arch);
+  if (!mkc_gguf_find(f, key)) d->norm_eps = 1e-6;
+  d->embed_scale = sqrt((double)d->dim);
+  d->ffn_gelu = 1;
+  if (mkc_gemma_version(arch) == 1) return 0; /* Gemma 1: no window, caps or norms after */
   d->rope_theta_swa = gemma2 ? 0 : 10000.0;
   d->attn_softcap = gemma2 ? 50 : 0;
   d->final_softcap = gemma2 ? 30 : 0;
@@ -547,8 +553,6 @@ static int read_gemma(const mkc_gguf *f, const char *arch, mkc_model_desc *d) {
   if (!gemma2 && !mkc_gguf_find(f, key) &&
       get_real(f, arch, "rope.local.freq_base", &d->rope_theta_swa) < 0)
     return -1;
-  snprintf(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", arch);
-  if (!mkc_gguf_find(f, key)) d->norm_eps = 1e-6;
   int64_t window = gemma2 ? 4096 : 0; /* 0, as absent in Gemma 3: every layer global */
   snprintf(key, sizeof key, "%s.attention.sliding_window", arch);
   if (mkc_gguf_get_int(f, key, &window) < 0) return -1;
@@ -585,10 +589,9 @@ static int read_gemma(const mkc_gguf *f, const char *arch, mkc_model_desc *d) {
       fprintf(stderr, "mkc: error: %s: %s model without %s\n", f->path, arch, post[i]);
       return -1;
     }
-  d->embed_scale = sqrt((double)d->dim);
   int big = d->n_layers == (gemma2 ? 46 : 62);
   d->attn_scale = big ? 1.0 / sqrt((double)(d->dim / d->n_heads)) : 0;
-  d->ffn_gelu = d->post_norms = 1;
+  d->post_norms = 1;
   return 0;
 }
 
