@@ -153,10 +153,13 @@ local function builder(graph)
   -- o.scaling (optional): "none", or a table { type = "linear" | "llama3" | "yarn" | "longrope",
   -- ... } (ir.lua)
   -- o.rot_dim (optional): rotate the first rot_dim dims of each head only (partial RoPE)
+  -- o.nope (optional): true for a layer without positions (NoPE: SmolLM3's every 4th), x passed
+  -- through as it is; the node stays, so the layer keeps its shape (one fused stage, one loop)
   g.rope = function(x, heads, o)
     o = o or {}
     return ir.op(graph, "rope", { x }, { heads = heads, head_dim = o.head_dim, theta = o.theta,
-                                         layout = o.layout, scaling = o.scaling, rot_dim = o.rot_dim },
+                                         layout = o.layout, scaling = o.scaling, rot_dim = o.rot_dim,
+                                         nope = o.nope },
                  line())
   end
   -- o.window (optional): a sliding window of that many positions, the token's own included; 0 or

@@ -113,7 +113,7 @@ function fusion.stages(graph)
                                  .. " (a per-head rmsnorm may sit between a matmul and its rope)")
         end
         local same = q_rope.head_dim == att.head_dim and k_rope.head_dim == att.head_dim
-        for _, key in ipairs({ "layout", "theta", "rope_scaling", "rope_factor", "rope_low_freq_factor",
+        for _, key in ipairs({ "layout", "theta", "nope", "rope_scaling", "rope_factor", "rope_low_freq_factor",
                                "rope_high_freq_factor", "rope_orig_ctx", "rope_beta_fast", "rope_beta_slow",
                                "rope_ext_factor", "rope_attn_factor" }) do
           same = same and q_rope[key] == k_rope[key]

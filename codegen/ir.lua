@@ -212,6 +212,8 @@ ir.ops = {
          at.rot_dim % 2 == 0, "rope: rot_dim must be an even integer from 2 to head_dim %d, got %s",
          at.head_dim, util.show(at.rot_dim))
     rope_scaling(at.scaling, at)
+    need(at.nope == nil or type(at.nope) == "boolean", "rope: nope must be a boolean, got %s", util.show(at.nope))
+    at.nope = at.nope and 1 or 0
     return x.n
   end,
   attention = function(a, at)

@@ -30,6 +30,8 @@
 -- (gpt-oss: blk.N.attn_sinks.weight); o_bias (false): the attention's output projection has a bias.
 -- ffn_act "swiglu_oai": gpt-oss's clamped glu, gate * sigmoid(1.702 gate) * (up + 1).
 -- ffn_norm_name ("ffn_norm"): the MLP's norm's GGUF name (gpt-oss: "post_attention_norm").
+-- nope_interval (0): every nope_interval-th layer, from layer nope_interval - 1, has no RoPE: its q
+-- and k pass through rope nodes marked nope (NoPE; SmolLM3: 4).
 
 preset "tiny" {
   dim = 64, n_layers = 2, n_heads = 4, n_kv_heads = 2, head_dim = 16, ffn = 192,
@@ -241,6 +243,16 @@ preset "gemma1-tiny" {
   embed_scale = 4, attn_scale = 0, ffn_act = "gelu_tanh",
 }
 
+-- SmolLM3's layers in small: llama's, but every 4th layer's attention has no RoPE (NoPE: its queries
+-- and keys carry no position; layers 3 and 7 here).
+preset "smollm3-tiny" {
+  dim = 64, n_layers = 8, n_heads = 4, n_kv_heads = 2, head_dim = 16, ffn = 160,
+  vocab = 320, rope_theta = 10000, rope_layout = "interleaved", norm_eps = 1e-6,
+  tied = true, max_ctx = 256, qkv_bias = false, qk_norm = false,
+  rope_scaling = "none", sliding_window = "none", linear_attention = "none",
+  nope_interval = 4,
+}
+
 -- Qwen3-Next's layer pattern in small (mkc's own graph and weight names otherwise): three linear
 -- layers, each a gated delta-rule recurrence in place of attention, then one with attention; runs on
 -- the reference executor only (--backend ref).
@@ -375,6 +387,8 @@ function build(g, p)
   local sw = p.sliding_window
   local local_rope = type(sw) == "table" and sw.rope_theta and
                      { theta = sw.rope_theta, layout = p.rope_layout, head_dim = p.head_dim, scaling = "none" }
+  -- every nope_interval-th layer's q and k keep no position (SmolLM3's NoPE layers)
+  local nope = { theta = p.rope_theta, layout = p.rope_layout, head_dim = p.head_dim, scaling = "none", nope = true }
   local attn_scale = optional(p, "attn_scale", 0) ~= 0 and p.attn_scale or nil
   local resid = optional(p, "residual_scale", 1) ~= 1 and { scale = p.residual_scale } or nil
   local function post_norm(l, name, y) -- y, or y normed before its residual add
@@ -395,6 +409,8 @@ function build(g, p)
     end
     local window = window_of(p, l)
     local r = window > 0 and local_rope or rope
+    local every = optional(p, "nope_interval", 0)
+    if every > 0 and (l + 1) % every == 0 then r = nope end
     q = g.rope(q, p.n_heads, r)
     k = g.rope(k, p.n_kv_heads, r)
     local sinks = optional(p, "attn_sinks", false) and g.weight(("blk.%d.attn_sinks.weight"):format(l), 1, p.n_heads)

@@ -17,7 +17,14 @@
 /* RoPE as the model was trained with it: the base theta and, for a model
  * stretched past the context it was first trained on, the scaling
  * (docs/MODELS.md), made by one of the mkc_rope_* functions below. */
-enum { MKC_ROPE_PLAIN, MKC_ROPE_LINEAR, MKC_ROPE_LLAMA3, MKC_ROPE_YARN, MKC_ROPE_LONGROPE };
+enum {
+  MKC_ROPE_PLAIN,
+  MKC_ROPE_LINEAR,
+  MKC_ROPE_LLAMA3,
+  MKC_ROPE_YARN,
+  MKC_ROPE_LONGROPE,
+  MKC_ROPE_NONE
+};
 typedef struct mkc_rope {
   float theta;
   int scaling;                             /* MKC_ROPE_PLAIN, ... */
@@ -32,6 +39,13 @@ typedef struct mkc_rope {
 
 MKC_DEVICE mkc_rope mkc_rope_plain(float theta) {
   mkc_rope r = {theta, MKC_ROPE_PLAIN, 1.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 1.0f, 0, 0};
+  return r;
+}
+
+/* A NoPE layer's (SmolLM3's every 4th): every pair's frequency 0, so q and k pass as they are. */
+MKC_DEVICE mkc_rope mkc_rope_none(void) {
+  mkc_rope r = mkc_rope_plain(1.0f);
+  r.scaling = MKC_ROPE_NONE;
   return r;
 }
 
@@ -109,6 +123,7 @@ MKC_DEVICE float mkc_rope_yarn_dim(float rotations, int head_dim, mkc_rope r) {
  * A pair past the rotated dims gets 0 and 1: mkc_rope_pair leaves it as it is. */
 MKC_DEVICE float mkc_rope_inv_freq(int j, int head_dim, mkc_rope r, float *mscale) {
   *mscale = 1.0f;
+  if (r.scaling == MKC_ROPE_NONE) return 0.0f;
   if (r.rot_dim) {
     if (2 * j >= r.rot_dim) return 0.0f;
     head_dim = r.rot_dim;

@@ -93,6 +93,13 @@ expect_greedy() {
   fi
 }
 
+# preset_edit PRESET SEARCH REPLACE OUT: graphs/llama.lua with the first SEARCH in PRESET's
+# table made REPLACE, as OUT (a preset a file cannot carry, for init's refusals).
+preset_edit() {
+  awk -v p="preset \"$1\"" -v from="$2" -v to="$3" \
+    'index($0, p) == 1 { g = 1 } g && index($0, from) { sub(from, to); g = 0 } 1' graphs/llama.lua >"$4"
+}
+
 # expect_sha NAME FILE FIXTURE: FILE is the file FIXTURE's "sha256 HEX [NAME]" line pins (the
 # one the other engine read), one check.
 expect_sha() {

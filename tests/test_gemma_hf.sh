@@ -106,10 +106,7 @@ expect_error "init: a gemma3 preset with a score cap" \
 
 # What a gemma file cannot carry: the scaled embeddings and GeGLU make a preset without norms after
 # attention and the MLP a gemma file, which has no windows, caps, Q/K norms, biases or experts.
-g1() { # SEARCH REPLACE: graphs/llama.lua with gemma1-tiny's SEARCH made REPLACE, as $tmp/g1x.lua
-  awk -v from="$1" -v to="$2" '/^preset "gemma1-tiny"/ { g = 1 } g && index($0, from) { sub(from, to); g = 0 } 1' \
-    graphs/llama.lua >"$tmp/g1x.lua"
-}
+g1() { preset_edit gemma1-tiny "$1" "$2" "$tmp/g1x.lua"; }
 g1 'sliding_window = "none"' 'sliding_window = { size = 16 }'
 expect_error "init: a gemma preset with a window" \
   "mkc: error: preset gemma1-tiny: a gemma file has no sliding windows (gemma2's and gemma3's do)" \

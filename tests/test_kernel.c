@@ -3,7 +3,8 @@
  * qwen3-tiny and the RoPE scalings (llama3-tiny, yarn-tiny, linear-tiny, longrope-tiny,
  * whose trained contexts the 73 positions pass; partial-tiny, 12 of 16 dims rotated), the sliding
  * windows (swa-tiny, gemma-tiny, whose rings of rows the 73 positions wrap), Gemma 3's layers
- * (gemma3-tiny), Gemma 2's soft caps (gemma2-tiny), experts (moe-tiny, mixtral-tiny) and gpt-oss
+ * (gemma3-tiny), Gemma 2's soft caps (gemma2-tiny), Gemma 1's (gemma1-tiny), SmolLM3's layers
+ * without RoPE (smollm3-tiny), experts (moe-tiny, mixtral-tiny) and gpt-oss
  * (gptoss-tiny: sinks, biases, its glu), logits
  * within 1e-4 (relative to the largest reference logit) at every step and every input, the same
  * greedy tokens, the same pos, and every K and V value in the kernel's cache (bf16 by default)
@@ -148,6 +149,11 @@ int main(void) {
   compare("gemma3-tiny", 7, 5);
   /* Gemma 2's soft caps on the scores (the decode and the tiled chunk attention) and the logits */
   compare("gemma2-tiny", 4, 3);
+  /* Gemma 1's: embeddings scaled and GeGLU, none of the rest */
+  compare("gemma1-tiny", 4, 3);
+  /* SmolLM3's NoPE layers: every 4th layer's q and k written to the cache as they are */
+  compare("smollm3-tiny", 4, 3);
+  compare("smollm3-tiny", 0, 1);
   /* experts: each input's chosen by the router, every block choosing alike; their rows read by
    * (input, expert) tasks */
   compare("moe-tiny", 4, 3);

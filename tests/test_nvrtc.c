@@ -214,7 +214,7 @@ int main(void) {
                  {"yarn-tiny", 4, 0, 0},   {"linear-tiny", 7, 0, 0},  {"smollm2-135m", 4, 0, 0},
                  {"blocks-tiny", 4, 0, 0}, {"swa-tiny", 4, 0, 0},     {"gemma-tiny", 4, 0, 0},
                  {"gemma3-tiny", 4, 0, 0}, {"partial-tiny", 4, 0, 0}, {"moe-tiny", 4, 0, 0},
-                 {"gptoss-tiny", 4, 0, 0}};
+                 {"gptoss-tiny", 4, 0, 0}, {"smollm3-tiny", 4, 0, 0}};
   job jobs[MAX_JOBS];
   int n = 0;
   for (size_t p = 0; p < sizeof presets / sizeof *presets; p++) {

@@ -4,6 +4,7 @@
 -- The rope node's base and scaling as the template's maker of that scaling (mkc_rope_*), whose
 -- parameters it passes as literals; the kernel derives each pair's frequency from them.
 local function rotary(r, flt)
+  if r.nope == 1 then return "mkc_rope_none()" end -- a NoPE layer: q and k as they are
   local args = { r.theta }
   if r.rope_scaling == "linear" then
     args = { r.theta, r.rope_factor }

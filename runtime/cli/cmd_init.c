@@ -95,12 +95,21 @@ static int has_weight(const mkc_graph *g, const char *name) {
   return 0;
 }
 
+/* Whether some layer's attention has no RoPE (its rope nodes pass q and k through: NoPE). */
+static int has_nope(const mkc_graph *g) {
+  for (int i = 0; i < g->n_nodes; i++)
+    if (g->nodes[i].op == MKC_OP_ROPE && g->nodes[i].nope) return 1;
+  return 0;
+}
+
 /* The GGUF architecture whose loader reads this graph's weights as they are:
  * norms after attention and the MLP are Gemma's (gemma3's with per-head Q/K
  * norms, else gemma2's), scaled embeddings or GeGLU without them Gemma 1's,
- * Q/K/V biases qwen2's, per-head Q/K norms qwen3's. */
+ * Q/K/V biases qwen2's, per-head Q/K norms qwen3's, layers without RoPE
+ * SmolLM3's. */
 static const char *architecture(const mkc_graph *g) {
   if (has_weight(g, "blk.0.attn_sinks.weight")) return "gpt-oss";
+  if (has_nope(g)) return "smollm3";
   const mkc_node *add = first_node(g, MKC_OP_ADD), *logits = first_node(g, MKC_OP_LOGITS);
   if ((add && add->scale > 0) || (logits && logits->scale > 0))
     return first_node(g, MKC_OP_MOE) ? "granitemoe" : "granite";
@@ -401,8 +410,53 @@ static int describe_gptoss(const mkc_graph *g, const char *preset, mkc_model_des
   return 0;
 }
 
-/* What a model file says beyond the sizes: Granite's multipliers or Gemma's (describe_gemma). */
+/* A SmolLM3 model's NoPE layers into d (every N layers from layer N - 1, as config.json's
+ * no_rope_layer_interval says them), or -1 with a message where the graph's are otherwise or it
+ * has what a smollm3 file cannot carry: llama's layers else (describe_gemma refuses windows and
+ * caps). */
+static int describe_smollm3(const mkc_graph *g, const char *preset, mkc_model_desc *d) {
+  int every = 0;
+  for (int i = 0; i < g->n_nodes; i++) {
+    const mkc_node *a = &g->nodes[i];
+    if (a->op != MKC_OP_ATTENTION) continue;
+    int nope = g->nodes[a->in[0]].nope;
+    if (nope && !every) every = a->layer + 1;
+    if (every && nope != ((a->layer + 1) % every == 0)) {
+      fprintf(stderr,
+              "mkc: error: preset %s: layer %d %s RoPE, unlike every %d layers from layer %d: "
+              "mkc's model files carry NoPE layers so only\n",
+              preset, a->layer, nope ? "has no" : "has", every, every - 1);
+      return -1;
+    }
+  }
+  const char *why = has_weight(g, "blk.0.attn_q_norm.weight") ? "per-head Q/K norms"
+                    : has_weight(g, "blk.0.attn_q.bias")      ? "Q/K/V biases"
+                    : first_node(g, MKC_OP_MOE)               ? "experts"
+                                                              : NULL;
+  if (why) {
+    fprintf(stderr,
+            "mkc: error: preset %s: layers without RoPE make it a smollm3 file, which has no %s\n",
+            preset, why);
+    return -1;
+  }
+  d->nope_interval = every;
+  return describe_gemma(g, preset, 0, d);
+}
+
+/* A smollm3 GGUF's NoPE layers are llama.cpp's, every 4th: no key says another interval. */
+static int nope_fits_gguf(const mkc_model_desc *d, const char *preset) {
+  if (!d->nope_interval || d->nope_interval == 4) return 0;
+  fprintf(stderr,
+          "mkc: error: preset %s: NoPE every %d layers: a smollm3 GGUF's are every 4 (llama.cpp's "
+          "step; no key says another); its Hugging Face folder can say it (-o DIR)\n",
+          preset, d->nope_interval);
+  return -1;
+}
+
+/* What a model file says beyond the sizes: Granite's multipliers, Gemma's (describe_gemma) or
+ * SmolLM3's NoPE layers. */
 static int describe_extras(const mkc_graph *g, const char *preset, mkc_model_desc *d) {
+  if (strcmp(d->arch, "smollm3") == 0) return describe_smollm3(g, preset, d);
   if (mkc_gptoss(d->arch)) return describe_gptoss(g, preset, d);
   if (refuse_gptoss(g, preset) != 0) return -1;
   if (mkc_granite_family(d->arch)) return describe_granite(g, preset, d);
@@ -1024,9 +1078,9 @@ int mkc_cmd_init(int argc, char **argv) {
   describe(&g, &d);
   if (!(out = mkc_gguf_writer_new())) goto done;
   if (f.phi3 && phi3_fits(&g, &d, preset) != 0) goto done;
-  if (describe_extras(&g, preset, &d) || experts_fit(&g, preset, &d, 1) ||
-      set_metadata(out, &g, d.arch, name) || (f.vocab && mkc_init_vocab_copy(&vocab, out)) ||
-      set_gemma(out, &d) || set_granite(out, &d) ||
+  if (describe_extras(&g, preset, &d) || nope_fits_gguf(&d, preset) ||
+      experts_fit(&g, preset, &d, 1) || set_metadata(out, &g, d.arch, name) ||
+      (f.vocab && mkc_init_vocab_copy(&vocab, out)) || set_gemma(out, &d) || set_granite(out, &d) ||
       set_rope_scaling(out, d.arch, &d.rope_scaling) ||
       (f.pooling && set_u32(out, d.arch, "pooling_type", f.pooling - 1)) ||
       add_weights(out, &g, &w, &f, encoded, count) || add_rope_freqs(out, &d) ||

@@ -92,6 +92,7 @@ enum mkc_kv_dtype {
   X(DOUBLE, theta, theta)  /* rope base */                                                         \
   X(LAYOUT, layout, layout)                                                                        \
   X(INT, rot_dim, rot_dim) /* rope: the dims rotated, each head's first (0: head_dim) */           \
+  X(INT, nope, nope)       /* rope: 1: none rotated, x passed through (a NoPE layer) */            \
   X(SCALING, rope_scaling, rope_scaling) /* rope: none, or the rope_* below scale it */            \
   X(DOUBLE, rope_factor, rope_factor)    /* the context's extension factor */                      \
   X(DOUBLE, rope_low_freq_factor, rope_low_freq_factor)   /* llama3 */                             \

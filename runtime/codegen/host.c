@@ -120,7 +120,8 @@ static void push_model_preset(lua_State *L, const mkc_model_desc *d) {
               {"n_kv_heads", d->n_kv_heads},
               {"head_dim", d->head_dim},
               {"ffn", d->ffn},
-              {"max_ctx", d->ctx_train}};
+              {"max_ctx", d->ctx_train},
+              {"nope_interval", d->nope_interval}};
   for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
     lua_pushinteger(L, ints[i].v);
     lua_setfield(L, -2, ints[i].key);

@@ -55,11 +55,12 @@ typedef struct mkc_model_desc {
   int vocab, dim, n_layers, n_heads, n_kv_heads, head_dim, ffn;
   int ctx_train; /* the context the model was trained for */
   double rope_theta, norm_eps;
-  int rope_dim;    /* the dims RoPE rotates, each head's first (0: head_dim; Phi-4-mini: 3/4) */
-  int rope_layout; /* enum mkc_rope_layout of the Q/K rows as mkc stores them */
-  int tied;        /* the LM head is token_embd */
-  int qkv_bias;    /* qwen2: attn_{q,k,v}.bias */
-  int qk_norm;     /* qwen3: attn_{q,k}_norm.weight, RMSNorm per head before RoPE */
+  int rope_dim;      /* the dims RoPE rotates, each head's first (0: head_dim; Phi-4-mini: 3/4) */
+  int nope_interval; /* every nope_interval-th layer has no RoPE (0: none; SmolLM3: 4) */
+  int rope_layout;   /* enum mkc_rope_layout of the Q/K rows as mkc stores them */
+  int tied;          /* the LM head is token_embd */
+  int qkv_bias;      /* qwen2: attn_{q,k,v}.bias */
+  int qk_norm;       /* qwen3: attn_{q,k}_norm.weight, RMSNorm per head before RoPE */
   mkc_rope_scaling rope_scaling;
   /* Attention over the last sliding_window positions (0: every position) in the first
    * swa_local layers of every swa_local + swa_global from layer 0, those layers with a RoPE base of

@@ -600,9 +600,10 @@ static double rope_freq(const mkc_node *nd, int max_ctx, int j, double *mscale) 
   }
 }
 
-/* The first rot_dim(nd) dims of each head rotated; the others copied as they are. */
+/* The first rot_dim(nd) dims of each head rotated; the others copied as they are (all of them in
+ * a NoPE layer). */
 static void rope(double *y, const double *x, const mkc_node *nd, int max_ctx, int pos) {
-  int hd = nd->head_dim, half = rot_dim(nd) / 2;
+  int hd = nd->head_dim, half = nd->nope ? 0 : rot_dim(nd) / 2;
   memcpy(y, x, (size_t)nd->n * sizeof *y);
   for (int h = 0; h < nd->heads; h++) {
     double *head = y + (size_t)h * hd;

@@ -26,6 +26,7 @@
 static const int GEMMA3_SIZES[] = {2304, 26, 8, 9216, 262208};
 static const int GEMMA2_SIZES[] = {2304, 26, 8, 9216, 256000};
 static const int GEMMA_SIZES[] = {3072, 28, 16, 24576, 256000};
+static const int SMOLLM3_SIZES[] = {2048, 36, 16, 11008, 128256}; /* SmolLM3Config's */
 
 /* What each model_type fixes. HF stores Q/K rows for rotate-half RoPE;
  * llama.cpp's llama and mistral GGUFs permute them for interleaved RoPE,
@@ -51,6 +52,7 @@ static const arch_info ARCHS[] = {
     {"granite", "granite", MKC_ROPE_INTERLEAVED, 0, 0, 2048, NULL}, /* llama with multipliers */
     {"granitemoe", "granitemoe", MKC_ROPE_INTERLEAVED, 0, 0, 2048, NULL}, /* and experts */
     {"gemma", "gemma", MKC_ROPE_NEOX, 0, 0, 8192, GEMMA_SIZES},
+    {"smollm3", "smollm3", MKC_ROPE_INTERLEAVED, 0, 0, 32768, SMOLLM3_SIZES}, /* read_nope */
     {"gemma2", "gemma2", MKC_ROPE_NEOX, 0, 0, 8192, GEMMA2_SIZES},
     {"gemma3_text", "gemma3", MKC_ROPE_NEOX, 0, 1, 131072, GEMMA3_SIZES},
     {"gemma3", "gemma3", MKC_ROPE_NEOX, 0, 1, 131072, GEMMA3_SIZES}, /* its text_config */
@@ -469,6 +471,45 @@ static int read_gemma(const config *t, int gemma, mkc_model_desc *d) {
   return 0;
 }
 
+/* SmolLM3's layers without RoPE: no_rope_layers, 1 where a layer has RoPE (absent: 0 every
+ * no_rope_layer_interval-th layer, default 4). mkc runs them every N layers from layer N - 1, as
+ * the default list has them; another list is refused. */
+static int read_nope(const config *t, mkc_model_desc *d) {
+  char buf[96];
+  int every = 4;
+  if (get_int(t, "no_rope_layer_interval", 4, 1, &every)) return -1;
+  const cJSON *list = field(t, t->root, "no_rope_layers");
+  if (!list) {
+    d->nope_interval = every;
+    return 0;
+  }
+  if (!cJSON_IsArray(list) || cJSON_GetArraySize(list) != d->n_layers) {
+    if (cJSON_IsArray(list))
+      snprintf(buf, sizeof buf, "%d", cJSON_GetArraySize(list));
+    else
+      mkc_json_describe(list, buf, sizeof buf);
+    return mkc_error_in(t->where,
+                        "\"no_rope_layers\": Expected %d of 0 or 1, one a layer; Actual %s",
+                        d->n_layers, buf);
+  }
+  every = 0; /* the first layer without RoPE sets the interval */
+  for (int l = 0; l < d->n_layers; l++) {
+    const cJSON *e = cJSON_GetArrayItem(list, l);
+    if (!cJSON_IsNumber(e) || (e->valuedouble != 0 && e->valuedouble != 1))
+      return mkc_error_in(t->where, "\"no_rope_layers\"[%d]: Expected 0 or 1, Actual %s", l,
+                          mkc_json_describe(e, buf, sizeof buf));
+    int rope = e->valuedouble == 1;
+    if (!rope && !every) every = l + 1;
+    if (every && rope == ((l + 1) % every == 0))
+      return mkc_error_in(t->where,
+                          "\"no_rope_layers\": layer %d %s RoPE, unlike every %d layers from "
+                          "layer %d (mkc runs NoPE layers so)",
+                          l, rope ? "has" : "has no", every, every - 1);
+  }
+  d->nope_interval = every;
+  return 0;
+}
+
 /* The experts of a qwen3_moe config (num_experts, num_experts_per_tok and
  * moe_intermediate_size required; norm_topk_prob as Qwen3MoeConfig defaults it,
  * false; every layer sparse: decoder_sparse_step 1, no mlp_only_layers) or a
@@ -520,14 +561,14 @@ static int parse(const config *c, const char *dir_name, mkc_model_desc *d) {
     return mkc_error_in(c->where,
                         "unsupported model_type %s (mkc reads llama, mistral, mixtral, qwen2, "
                         "qwen3, qwen3_moe, phi3, granite, granitemoe, gemma, gemma2, "
-                        "gemma3_text, gemma3)",
+                        "gemma3_text, gemma3, smollm3)",
                         mkc_json_describe(type, buf, sizeof buf));
   snprintf(d->arch, sizeof d->arch, "%s", arch->arch);
   name_from_dir(dir_name, arch->arch, d->name, sizeof d->name);
   d->rope_layout = arch->rope_layout;
   d->qkv_bias = arch->qkv_bias;
   d->qk_norm = arch->qk_norm;
-  int gemma = mkc_gemma_version(arch->arch);
+  int gemma = mkc_gemma_version(arch->arch), smollm3 = strcmp(arch->arch, "smollm3") == 0;
 
   /* A multimodal Gemma 3 describes its language model in text_config. */
   char where[4200];
@@ -548,9 +589,9 @@ static int parse(const config *c, const char *dir_name, mkc_model_desc *d) {
       get_int(t, "intermediate_size", sz ? sz[3] : -1, 1, &d->ffn) ||
       get_int(t, "vocab_size", sz ? sz[4] : -1, 1, &d->vocab) ||
       get_int(t, "num_key_value_heads",
-              gemma > 1 ? 4
-              : gemma   ? 16
-                        : d->n_heads,
+              gemma > 1 || smollm3 ? 4
+              : gemma              ? 16
+                                   : d->n_heads,
               1, &d->n_kv_heads) ||
       get_int(t, "max_position_embeddings", arch->ctx_default, 1, &d->ctx_train))
     return -1;
@@ -578,7 +619,11 @@ static int parse(const config *c, const char *dir_name, mkc_model_desc *d) {
   if (read_rope(t, field(t, t->root, "rope_scaling"), "rope_scaling", d->ctx_train, pairs,
                 &d->rope_scaling) ||
       read_rope(t, params, "rope_parameters", d->ctx_train, pairs, &scaling) ||
-      get_positive(t, t->root, "rope_theta", gemma == 3 ? 1e6 : 10000, &d->rope_theta) ||
+      get_positive(t, t->root, "rope_theta",
+                   gemma == 3 ? 1e6
+                   : smollm3  ? 2e6
+                              : 10000,
+                   &d->rope_theta) ||
       (!field(t, t->root, "rope_theta") && params &&
        get_positive(t, params, "rope_theta", d->rope_theta, &d->rope_theta)) ||
       get_positive(t, t->root, "rms_norm_eps", 1e-6, &d->norm_eps) ||
@@ -599,6 +644,7 @@ static int parse(const config *c, const char *dir_name, mkc_model_desc *d) {
     return mkc_error_in(t->where, "unsupported mlp_bias true (the graph has no MLP biases)");
   if (gemma) return read_gemma(t, gemma, d);
   if (mkc_granite_family(arch->arch) && read_granite(t, d)) return -1;
+  if (smollm3 && read_nope(t, d)) return -1;
   if (read_experts(t, arch, d)) return -1;
 
   /* Sliding-window attention equals full attention while the context fits

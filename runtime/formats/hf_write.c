@@ -162,8 +162,16 @@ static char *config_text(const mkc_model_desc *d) {
     cJSON_AddNumberToObject(c, "num_experts_per_tok", d->n_experts_used);
     cJSON_ReplaceItemInObject(c, "intermediate_size", cJSON_CreateNumber(d->expert_ffn));
   }
-  /* Phi3Config's default pad token (32000) lies past a small vocabulary's table */
-  if (strcmp(d->arch, "phi3") == 0) cJSON_AddNullToObject(c, "pad_token_id");
+  if (d->nope_interval > 0) { /* SmolLM3Config: 1 where a layer has RoPE */
+    cJSON_AddNumberToObject(c, "no_rope_layer_interval", d->nope_interval);
+    cJSON *list = cJSON_AddArrayToObject(c, "no_rope_layers");
+    for (int l = 0; list && l < d->n_layers; l++)
+      cJSON_AddItemToArray(list, cJSON_CreateNumber((l + 1) % d->nope_interval != 0));
+  }
+  /* Phi3Config's and SmolLM3Config's default pad tokens (32000, 128004) lie past a small
+   * vocabulary's table */
+  if (strcmp(d->arch, "phi3") == 0 || strcmp(d->arch, "smollm3") == 0)
+    cJSON_AddNullToObject(c, "pad_token_id");
   char *text = cJSON_Print(c);
   cJSON_Delete(c);
   return text;

@@ -13,9 +13,9 @@
 #include "util/files.h"
 #include "util/text.h"
 
-static const char *const ARCHS[] = {"llama",    "mistral", "qwen2",      "qwen3",
-                                    "qwen3moe", "gemma",   "gemma2",     "gemma3",
-                                    "phi3",     "granite", "granitemoe", "gpt-oss"};
+static const char *const ARCHS[] = {"llama",      "mistral", "qwen2",  "qwen3", "qwen3moe",
+                                    "gemma",      "gemma2",  "gemma3", "phi3",  "granite",
+                                    "granitemoe", "gpt-oss", "smollm3"};
 
 /* ARCH.suffix, an integer in [min, 2^30] (absent: *v unchanged); 1 if present, 0 if absent, -1
  * on error. */
@@ -366,10 +366,11 @@ static int read_arch(const mkc_gguf *f, mkc_model_desc *d) {
   int known = 0;
   for (size_t i = 0; i < sizeof ARCHS / sizeof ARCHS[0]; i++) known |= strcmp(arch, ARCHS[i]) == 0;
   if (!known) {
-    fprintf(stderr,
-            "mkc: error: %s: architecture \"%s\" is not supported (mkc runs llama, mistral, qwen2, "
-            "qwen3, qwen3moe, gemma, gemma2, gemma3, phi3, granite, granitemoe, gpt-oss)\n",
-            f->path, mkc_shown(arch));
+    fprintf(
+        stderr,
+        "mkc: error: %s: architecture \"%s\" is not supported (mkc runs llama, mistral, qwen2, "
+        "qwen3, qwen3moe, gemma, gemma2, gemma3, phi3, granite, granitemoe, gpt-oss, smollm3)\n",
+        f->path, mkc_shown(arch));
     return -1;
   }
   snprintf(d->arch, sizeof d->arch, "%s", arch);
@@ -712,5 +713,7 @@ int mkc_gguf_model_desc(const mkc_gguf *f, mkc_model_desc *d) {
   if (mkc_gemma_version(d->arch) && read_gemma(f, d->arch, d)) return -1;
   if (mkc_granite_family(d->arch) && read_granite(f, d)) return -1;
   if (mkc_gptoss(d->arch) && read_gptoss(f, d->arch, d)) return -1;
+  /* SmolLM3: llama's layers, every 4th without RoPE (llama.cpp's fixed step; no key says it) */
+  if (strcmp(d->arch, "smollm3") == 0) d->nope_interval = 4;
   return rope_layout(f, d->arch, d) || read_rope_scaling(f, d->arch, d) ? -1 : 0;
 }
