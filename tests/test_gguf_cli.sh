@@ -176,6 +176,27 @@ expect_sha "init --arch phi3 --type f32 writes the file llama.cpp read" "$tmp/ph
   tests/data/phi3_llamacpp.txt
 MKC_KV_DTYPE=f16 expect_greedy "odd's phi3 file on the cpu kernel against llama.cpp's phi3" \
   tests/data/phi3_llamacpp.txt "$tmp/phi3-f32.gguf"
+# EXAONE 3's files (exaone: llama's layers, which llama.cpp runs with NEOX RoPE halves): odd as an
+# exaone file, against llama.cpp's exaone (tests/data/exaone_llamacpp.txt) as phi3's above. The
+# same weights as a llama file would be rotated in interleaved pairs there.
+"$mkc" init --preset odd --seed 5 --arch exaone --type f32 -o "$tmp/exaone.gguf" 2>"$tmp/err" ||
+  fail "init --arch exaone" "$(cat "$tmp/err")"
+expect_sha "init --arch exaone --type f32 writes the file llama.cpp read" "$tmp/exaone.gguf" \
+  tests/data/exaone_llamacpp.txt
+MKC_KV_DTYPE=f16 expect_greedy "odd's exaone file on the cpu kernel against llama.cpp's exaone" \
+  tests/data/exaone_llamacpp.txt "$tmp/exaone.gguf"
+expect_error "init --arch exaone of interleaved RoPE" \
+  "mkc: error: init: --arch exaone: preset tiny has interleaved RoPE pairs, which an exaone file does not carry (exaone: llama's layers with NEOX RoPE halves)" \
+  -- init --preset tiny --seed 5 --arch exaone -o "$tmp/ex-tiny.gguf"
+expect_error "init --arch exaone of a qwen2 preset" \
+  "mkc: error: init: --arch exaone: preset qwen2-tiny has qwen2, which an exaone file does not carry (exaone: llama's layers with NEOX RoPE halves)" \
+  -- init --preset qwen2-tiny --seed 5 --arch exaone -o "$tmp/ex-q2.gguf"
+"$mkc" init --preset odd --seed 1 --arch gemma -o "$tmp/x.gguf" 2>"$tmp/err"
+[ $? -eq 2 ] && grep -qxF "mkc: error: --arch: expected phi3 or exaone (the others follow from the preset), got 'gemma'" "$tmp/err" &&
+  ok "init --arch of another architecture: a usage error, exit 2" || fail "init --arch gemma" "$(cat "$tmp/err")"
+expect_error "init --arch exaone to a folder" \
+  "mkc: error: init: --arch exaone writes a GGUF only (-o FILE.gguf)" \
+  -- init --preset odd --seed 5 --arch exaone -o "$tmp/ex-dir"
 # The phi3 Hugging Face folder (qkv_proj, gate_up_proj): the preset's tokens, and transformers'
 # own Phi3ForCausalLM (tests/data/phi3_transformers.txt, tools/gemma_hf_fixture.sh) on the same
 # weights, with mkc's cache in f32 as transformers keeps it: all 48 steps.

@@ -12,6 +12,7 @@
 # MKC_N_CTX: llama.cpp's context (256; tools/llamacpp_greedy.c). INIT_FLAGS go to mkc init (a phi3 file, fused matrices and all; F32 matrices, so llama.cpp's CPU
 # keeps its activations in F32, and test_gguf_cli.sh runs mkc with an F16 cache as llama.cpp's):
 #   INIT_FLAGS="--arch phi3 --type f32" bash tools/gemma_llamacpp_fixture.sh odd > tests/data/phi3_llamacpp.txt
+#   INIT_FLAGS="--arch exaone --type f32" bash tools/gemma_llamacpp_fixture.sh odd > tests/data/exaone_llamacpp.txt
 set -eu
 cd "$(dirname "$0")/.."
 preset=${1:-gemma3-tiny}

@@ -26,7 +26,7 @@
 
 static const char USAGE[] =
     "usage: mkc init [GRAPH] --preset P --seed S [--ctx N] [--type T]\n"
-    "                [--vocab FILE.gguf] [--tensor-type NAME=T]... [--arch phi3]\n"
+    "                [--vocab FILE.gguf] [--tensor-type NAME=T]... [--arch A]\n"
     "                [--pooling P] -o FILE.gguf|DIR\n"
     "\n"
     "Writes the graph's weights, seeded random (as `mkc run --random-weights S`):\n"
@@ -50,6 +50,8 @@ static const char USAGE[] =
     "attn_qkv, HF qkv_proj) and its gate and up in one (ffn_up, gate_up_proj),\n"
     "as Phi-3's files store them; the preset must have NEOX RoPE and nothing\n"
     "phi3 lacks (odd has).\n"
+    "--arch exaone: an exaone file (EXAONE 3.x: llama's layers, NEOX RoPE\n"
+    "halves); the preset must have llama's layers and NEOX RoPE (GGUF only).\n"
     "--vocab FILE.gguf: the model's vocabulary is FILE's tokenizer (every\n"
     "tokenizer.* key is copied, the chat template with them; the preset's vocab\n"
     "size becomes FILE's token count), so random weights read and write text in\n"
@@ -645,6 +647,7 @@ typedef struct init_flags {
   int n_tensor_types;
   int pooling; /* --pooling: enum mkc_pooling, llama.cpp's pooling_type + 1 (0: not written) */
   int phi3;    /* --arch phi3: Q/K/V and gate/up fused, as phi3 files store them */
+  int exaone;  /* --arch exaone: llama's layers with NEOX RoPE, as EXAONE 3.x's files say */
   const char *vocab; /* --vocab FILE.gguf: its tokenizer, and the model's vocabulary its size */
 } init_flags;
 
@@ -878,6 +881,26 @@ static int phi3_fits(const mkc_graph *g, mkc_model_desc *d, const char *preset) 
   return 0;
 }
 
+/* --arch exaone: a preset an exaone file can hold (llama.cpp's exaone: llama's layers with NEOX
+ * RoPE halves, whose scaling is llama's). 0, or -1 after a message. */
+static int exaone_fits(const mkc_graph *g, mkc_model_desc *d, const char *preset) {
+  const char *why = strcmp(d->arch, "llama") != 0     ? d->arch
+                    : d->n_experts                    ? "experts"
+                    : d->rope_layout != MKC_ROPE_NEOX ? "interleaved RoPE pairs"
+                    : d->rope_dim                     ? "partial RoPE"
+                    : windowed(g)                     ? "sliding windows"
+                                                      : NULL;
+  if (why) {
+    fprintf(stderr,
+            "mkc: error: init: --arch exaone: preset %s has %s, which an exaone file does not "
+            "carry (exaone: llama's layers with NEOX RoPE halves)\n",
+            preset, why);
+    return -1;
+  }
+  snprintf(d->arch, sizeof d->arch, "exaone");
+  return 0;
+}
+
 /* The tensors a folder of g holds: phi3's fused matrices one for their parts, experts' matrices
  * a tensor an expert (or, fused, gate and up one tensor). */
 static int hf_tensors(const mkc_graph *g, const mkc_model_desc *d, int phi3) {
@@ -929,10 +952,10 @@ static int init_flags_parse(int argc, char **argv, init_flags *f) {
         return usage_error(
             "--tensor-type: expected a type among " TYPE_CHOICES " after '=', got '%s'", v);
     } else if (strcmp(a, "--arch") == 0) {
-      if (strcmp(v, "phi3") != 0)
-        return usage_error("--arch: expected phi3 (the others follow from the preset), got '%s'",
-                           v);
-      f->phi3 = 1;
+      if (strcmp(v, "phi3") != 0 && strcmp(v, "exaone") != 0)
+        return usage_error(
+            "--arch: expected phi3 or exaone (the others follow from the preset), got '%s'", v);
+      f->phi3 = v[0] == 'p', f->exaone = v[0] == 'e';
     } else if (strcmp(a, "--pooling") == 0) {
       if ((f->pooling = mkc_pooling_from_name(v)) < 0)
         return usage_error("--pooling: expected none, mean, cls, last or rank, got '%s'", v);
@@ -1053,6 +1076,10 @@ int mkc_cmd_init(int argc, char **argv) {
   if (rc) goto done;
   rc = 1;
   if (!encoded || mkc_weights_random(&w, &g, seed) != 0) goto done;
+  if (!mkc_ends_with(path, ".gguf") && f.exaone) { /* EXAONE 3's folders need its own code */
+    fprintf(stderr, "mkc: error: init: --arch exaone writes a GGUF only (-o FILE.gguf)\n");
+    goto done;
+  }
   if (!mkc_ends_with(path, ".gguf")) {
     mkc_model_desc d;
     describe(&g, &d);
@@ -1078,6 +1105,7 @@ int mkc_cmd_init(int argc, char **argv) {
   describe(&g, &d);
   if (!(out = mkc_gguf_writer_new())) goto done;
   if (f.phi3 && phi3_fits(&g, &d, preset) != 0) goto done;
+  if (f.exaone && exaone_fits(&g, &d, preset) != 0) goto done;
   if (describe_extras(&g, preset, &d) || nope_fits_gguf(&d, preset) ||
       experts_fit(&g, preset, &d, 1) || set_metadata(out, &g, d.arch, name) ||
       (f.vocab && mkc_init_vocab_copy(&vocab, out)) || set_gemma(out, &d) || set_granite(out, &d) ||

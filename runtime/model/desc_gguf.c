@@ -13,9 +13,9 @@
 #include "util/files.h"
 #include "util/text.h"
 
-static const char *const ARCHS[] = {"llama",      "mistral", "qwen2",  "qwen3", "qwen3moe",
-                                    "gemma",      "gemma2",  "gemma3", "phi3",  "granite",
-                                    "granitemoe", "gpt-oss", "smollm3"};
+static const char *const ARCHS[] = {"llama",      "mistral", "qwen2",   "qwen3", "qwen3moe",
+                                    "gemma",      "gemma2",  "gemma3",  "phi3",  "granite",
+                                    "granitemoe", "gpt-oss", "smollm3", "exaone"};
 
 /* ARCH.suffix, an integer in [min, 2^30] (absent: *v unchanged); 1 if present, 0 if absent, -1
  * on error. */
@@ -98,9 +98,10 @@ static void preset_name(const mkc_gguf *f, char *out, size_t cap) {
 
 static int rope_layout(const mkc_gguf *f, const char *arch, mkc_model_desc *d) {
   /* llama.cpp runs llama and mistral with interleaved pairs (their GGUF Q/K
-   * rows were permuted at conversion), qwen2/qwen3, Gemma and phi3 with NEOX halves. */
+   * rows were permuted at conversion), qwen2/qwen3, Gemma, phi3 and EXAONE with NEOX halves. */
   d->rope_layout = strcmp(arch, "qwen2") == 0 || strncmp(arch, "qwen3", 5) == 0 ||
-                           mkc_gemma_version(arch) || strcmp(arch, "phi3") == 0 || mkc_gptoss(arch)
+                           mkc_gemma_version(arch) || strcmp(arch, "phi3") == 0 ||
+                           mkc_gptoss(arch) || strncmp(arch, "exaone", 6) == 0
                        ? MKC_ROPE_NEOX
                        : MKC_ROPE_INTERLEAVED;
   const char *layout;
@@ -366,11 +367,11 @@ static int read_arch(const mkc_gguf *f, mkc_model_desc *d) {
   int known = 0;
   for (size_t i = 0; i < sizeof ARCHS / sizeof ARCHS[0]; i++) known |= strcmp(arch, ARCHS[i]) == 0;
   if (!known) {
-    fprintf(
-        stderr,
-        "mkc: error: %s: architecture \"%s\" is not supported (mkc runs llama, mistral, qwen2, "
-        "qwen3, qwen3moe, gemma, gemma2, gemma3, phi3, granite, granitemoe, gpt-oss, smollm3)\n",
-        f->path, mkc_shown(arch));
+    fprintf(stderr,
+            "mkc: error: %s: architecture \"%s\" is not supported (mkc runs llama, mistral, qwen2, "
+            "qwen3, qwen3moe, gemma, gemma2, gemma3, phi3, granite, granitemoe, gpt-oss, smollm3, "
+            "exaone)\n",
+            f->path, mkc_shown(arch));
     return -1;
   }
   snprintf(d->arch, sizeof d->arch, "%s", arch);
