@@ -31,7 +31,8 @@
 -- ffn_act "swiglu_oai": gpt-oss's clamped glu, gate * sigmoid(1.702 gate) * (up + 1).
 -- ffn_norm_name ("ffn_norm"): the MLP's norm's GGUF name (gpt-oss: "post_attention_norm").
 -- nope_interval (0): every nope_interval-th layer, from layer nope_interval - 1, has no RoPE: its q
--- and k pass through rope nodes marked nope (NoPE; SmolLM3: 4).
+-- and k pass through rope nodes marked nope (NoPE; SmolLM3: 4). pre_norms (true): false for layers
+-- whose attention and MLP read the residual stream as it is, normed after instead (EXAONE 4).
 
 preset "tiny" {
   dim = 64, n_layers = 2, n_heads = 4, n_kv_heads = 2, head_dim = 16, ffn = 192,
@@ -253,6 +254,26 @@ preset "smollm3-tiny" {
   nope_interval = 4,
 }
 
+-- EXAONE 4's layers in small (the 1.2B's: every layer global): no norm before attention or the MLP,
+-- a norm after each instead (before the residual add), per-head Q/K norms, NEOX RoPE halves.
+preset "exaone4-tiny" {
+  dim = 64, n_layers = 3, n_heads = 4, n_kv_heads = 2, head_dim = 16, ffn = 160,
+  vocab = 320, rope_theta = 10000, rope_layout = "neox", norm_eps = 1e-5,
+  tied = true, max_ctx = 256, qkv_bias = false, qk_norm = true,
+  rope_scaling = "none", sliding_window = "none", linear_attention = "none",
+  post_norms = true, pre_norms = false,
+}
+
+-- EXAONE 4 32B's layers in small: EXAONE 4's, with 3 local layers over a window for each global
+-- one, which has no RoPE; 64 layers, as llama.cpp gives windows to a 64-layer exaone4 file only.
+preset "exaone4-swa-tiny" {
+  dim = 64, n_layers = 64, n_heads = 4, n_kv_heads = 2, head_dim = 16, ffn = 64,
+  vocab = 320, rope_theta = 10000, rope_layout = "neox", norm_eps = 1e-5,
+  tied = true, max_ctx = 256, qkv_bias = false, qk_norm = true,
+  rope_scaling = "none", sliding_window = { size = 16, pattern = "3 local : 1 global" },
+  linear_attention = "none", post_norms = true, pre_norms = false, nope_interval = 4,
+}
+
 -- Qwen3-Next's layer pattern in small (mkc's own graph and weight names otherwise): three linear
 -- layers, each a gated delta-rule recurrence in place of attention, then one with attention; runs on
 -- the reference executor only (--backend ref).
@@ -387,8 +408,10 @@ function build(g, p)
   local sw = p.sliding_window
   local local_rope = type(sw) == "table" and sw.rope_theta and
                      { theta = sw.rope_theta, layout = p.rope_layout, head_dim = p.head_dim, scaling = "none" }
-  -- every nope_interval-th layer's q and k keep no position (SmolLM3's NoPE layers)
-  local nope = { theta = p.rope_theta, layout = p.rope_layout, head_dim = p.head_dim, scaling = "none", nope = true }
+  -- every nope_interval-th layer's q and k keep no position (SmolLM3's NoPE layers); its rope node
+  -- says the model's RoPE all the same, which a file's metadata reads off the global layers
+  local nope = { theta = rope.theta, layout = rope.layout, head_dim = rope.head_dim, scaling = rope.scaling,
+                 rot_dim = rope.rot_dim, nope = true }
   local attn_scale = optional(p, "attn_scale", 0) ~= 0 and p.attn_scale or nil
   local resid = optional(p, "residual_scale", 1) ~= 1 and { scale = p.residual_scale } or nil
   local function post_norm(l, name, y) -- y, or y normed before its residual add
@@ -447,10 +470,11 @@ function build(g, p)
   local x = g.embed(g.weight("token_embd.weight", p.vocab, p.dim), g.tokens(),
                     optional(p, "embed_scale", 1) ~= 1 and { scale = p.embed_scale } or nil)
   for l = 0, p.n_layers - 1 do
-    local h = g.rmsnorm(x, blk(l, "attn_norm", 1, p.dim), p.norm_eps)
+    local pre = optional(p, "pre_norms", true)
+    local h = pre and g.rmsnorm(x, blk(l, "attn_norm", 1, p.dim), p.norm_eps) or x
     x = g.add(x, linear_layer(p, l) and linear_mixer(g, p, l, h, blk) or attention_mixer(l, h), resid)
 
-    h = g.rmsnorm(x, blk(l, optional(p, "ffn_norm_name", "ffn_norm"), 1, p.dim), p.norm_eps)
+    h = pre and g.rmsnorm(x, blk(l, optional(p, "ffn_norm_name", "ffn_norm"), 1, p.dim), p.norm_eps) or x
     x = g.add(x, post_norm(l, "post_ffw_norm", mlp(l, h)), resid)
   end
   local h = g.rmsnorm(x, g.weight("output_norm.weight", 1, p.dim), p.norm_eps)

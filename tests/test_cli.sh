@@ -136,7 +136,7 @@ expect_error "prompt + n past the context" \
 expect_error "prompt longer than the context" \
   "mkc: error: the prompt is 20 tokens but the context holds 16: nothing was run (use --ctx 20 or a shorter prompt)" \
   -- run --preset tiny --random-weights 1 -n 1 --prompt-ids 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20 --ctx 16
-expect_error "unknown preset" "graphs/llama.lua:36: error: unknown preset huge (this graph has: tiny, odd, llama-3.2-1b, qwen2-tiny, qwen3-tiny, llama3-tiny, yarn-tiny, linear-tiny, longrope-tiny, partial-tiny, granite-tiny, gemma-3-1b, gemma-2-2b, smollm2-135m, blocks-tiny, swa-tiny, gemma-tiny, gemma3-tiny, gemma2-tiny, gemma1-tiny, smollm3-tiny, hybrid-tiny, moe-tiny, mixtral-tiny, granitemoe-tiny, qwen3-30b-a3b-8l, gptoss-tiny, gpt-oss-20b-8l)" \
+expect_error "unknown preset" "graphs/llama.lua:37: error: unknown preset huge (this graph has: tiny, odd, llama-3.2-1b, qwen2-tiny, qwen3-tiny, llama3-tiny, yarn-tiny, linear-tiny, longrope-tiny, partial-tiny, granite-tiny, gemma-3-1b, gemma-2-2b, smollm2-135m, blocks-tiny, swa-tiny, gemma-tiny, gemma3-tiny, gemma2-tiny, gemma1-tiny, smollm3-tiny, exaone4-tiny, exaone4-swa-tiny, hybrid-tiny, moe-tiny, mixtral-tiny, granitemoe-tiny, qwen3-30b-a3b-8l, gptoss-tiny, gpt-oss-20b-8l)" \
   -- gen graphs/llama.lua --preset huge -o "$tmp/x.cu"
 expect_error "missing graph file" "mkc: error: cannot open graph nope.lua" -- gen nope.lua --preset tiny -o "$tmp/x.cu"
 # --keep-layers: a keep stage before every layer (the loop still folds), the asked-for layer's slot

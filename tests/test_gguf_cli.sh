@@ -100,7 +100,7 @@ expect_error "init with an unknown option" "mkc: error: unknown option '--quant'
 expect_error "init with a missing value" "mkc: error: -o needs a value" -- init --preset tiny --seed 1 -o
 expect_error "init with two graphs" "mkc: error: unexpected argument 'b.lua'" -- init a.lua b.lua --preset tiny
 expect_error "init with an unknown preset" \
-  "graphs/llama.lua:36: error: unknown preset huge (this graph has: tiny, odd, llama-3.2-1b, qwen2-tiny, qwen3-tiny, llama3-tiny, yarn-tiny, linear-tiny, longrope-tiny, partial-tiny, granite-tiny, gemma-3-1b, gemma-2-2b, smollm2-135m, blocks-tiny, swa-tiny, gemma-tiny, gemma3-tiny, gemma2-tiny, gemma1-tiny, smollm3-tiny, hybrid-tiny, moe-tiny, mixtral-tiny, granitemoe-tiny, qwen3-30b-a3b-8l, gptoss-tiny, gpt-oss-20b-8l)" \
+  "graphs/llama.lua:37: error: unknown preset huge (this graph has: tiny, odd, llama-3.2-1b, qwen2-tiny, qwen3-tiny, llama3-tiny, yarn-tiny, linear-tiny, longrope-tiny, partial-tiny, granite-tiny, gemma-3-1b, gemma-2-2b, smollm2-135m, blocks-tiny, swa-tiny, gemma-tiny, gemma3-tiny, gemma2-tiny, gemma1-tiny, smollm3-tiny, exaone4-tiny, exaone4-swa-tiny, hybrid-tiny, moe-tiny, mixtral-tiny, granitemoe-tiny, qwen3-30b-a3b-8l, gptoss-tiny, gpt-oss-20b-8l)" \
   -- init graphs/llama.lua --preset huge --seed 1 -o "$tmp/x.gguf"
 expect_error "init to an unwritable path" "mkc: error: cannot write /nonexistent/x.gguf: No such file or directory" \
   -- init --preset tiny --seed 1 -o /nonexistent/x.gguf

@@ -4,13 +4,13 @@
  * whose trained contexts the 73 positions pass; partial-tiny, 12 of 16 dims rotated), the sliding
  * windows (swa-tiny, gemma-tiny, whose rings of rows the 73 positions wrap), Gemma 3's layers
  * (gemma3-tiny), Gemma 2's soft caps (gemma2-tiny), Gemma 1's (gemma1-tiny), SmolLM3's layers
- * without RoPE (smollm3-tiny), experts (moe-tiny, mixtral-tiny) and gpt-oss
- * (gptoss-tiny: sinks, biases, its glu), logits
- * within 1e-4 (relative to the largest reference logit) at every step and every input, the same
- * greedy tokens, the same pos, and every K and V value in the kernel's cache (bf16 by default)
- * rounded as the reference rounds it: where the kernel's float and the reference's double straddle
- * a rounding midpoint, the reference takes the kernel's neighbour (mkc_ref_follow_kv), since one
- * such value moves a logit by up to ~1e-3. */
+ * without RoPE (smollm3-tiny), EXAONE 4's norms after only (exaone4-tiny, exaone4-swa-tiny),
+ * experts (moe-tiny, mixtral-tiny) and gpt-oss (gptoss-tiny: sinks, biases, its glu), logits within
+ * 1e-4 (relative to the largest reference logit) at every step and every input, the same greedy
+ * tokens, the same pos, and every K and V value in the kernel's cache (bf16 by default) rounded as
+ * the reference rounds it: where the kernel's float and the reference's double straddle a rounding
+ * midpoint, the reference takes the kernel's neighbour (mkc_ref_follow_kv), since one such value
+ * moves a logit by up to ~1e-3. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -154,6 +154,10 @@ int main(void) {
   /* SmolLM3's NoPE layers: every 4th layer's q and k written to the cache as they are */
   compare("smollm3-tiny", 4, 3);
   compare("smollm3-tiny", 0, 1);
+  /* EXAONE 4's: no norm before attention and the MLP (their stages read the residual stream as
+   * it is), one after; the 32B's windows, whose global layers have no RoPE */
+  compare("exaone4-tiny", 4, 3);
+  compare("exaone4-swa-tiny", 4, 3);
   /* experts: each input's chosen by the router, every block choosing alike; their rows read by
    * (input, expert) tasks */
   compare("moe-tiny", 4, 3);

@@ -437,10 +437,10 @@ static void bad_files(void) {
   open_fails("missing file", path, "cannot open model");
   snprintf(path, sizeof path, "%s/gptneox.gguf", tmp_dir);
   write_gguf(path, "gptneox", NULL, 0);
-  open_fails(
-      "unsupported architecture", path,
-      "architecture \"gptneox\" is not supported (mkc runs llama, mistral, qwen2, qwen3, "
-      "qwen3moe, gemma, gemma2, gemma3, phi3, granite, granitemoe, gpt-oss, smollm3, exaone)");
+  open_fails("unsupported architecture", path,
+             "architecture \"gptneox\" is not supported (mkc runs llama, mistral, qwen2, qwen3, "
+             "qwen3moe, gemma, gemma2, gemma3, phi3, granite, granitemoe, gpt-oss, smollm3, "
+             "exaone, exaone4)");
   snprintf(path, sizeof path, "%s/nolayers.gguf", tmp_dir);
   write_gguf(path, "llama", "block_count", 0);
   open_fails("missing block_count", path, "missing metadata llama.block_count");

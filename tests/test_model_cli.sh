@@ -61,7 +61,7 @@ perl -0777 -pe 's/(general\.architecture\x08\x00\x00\x00\x05\x00{7})llama/${1}gp
 if "$mkc" info -m "$tmp/gptnx.gguf" >"$tmp/info" 2>"$tmp/err" \
   && grep -qx "tensors: 20 (BF16 20)" "$tmp/info" \
   && grep -qx "graph: none (mkc cannot run this model: see the error above)" "$tmp/info" \
-  && grep -qxF "mkc: error: $tmp/gptnx.gguf: architecture \"gptnx\" is not supported (mkc runs llama, mistral, qwen2, qwen3, qwen3moe, gemma, gemma2, gemma3, phi3, granite, granitemoe, gpt-oss, smollm3, exaone)" "$tmp/err"; then
+  && grep -qxF "mkc: error: $tmp/gptnx.gguf: architecture \"gptnx\" is not supported (mkc runs llama, mistral, qwen2, qwen3, qwen3moe, gemma, gemma2, gemma3, phi3, granite, granitemoe, gpt-oss, smollm3, exaone, exaone4)" "$tmp/err"; then
   ok "info -m on an architecture mkc does not run: described, with the reason"
 else
   fail "info -m on an architecture mkc does not run" "$(cat "$tmp/info" "$tmp/err")"

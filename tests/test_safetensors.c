@@ -1290,7 +1290,7 @@ static void test_config(void) {
       {"gpt_neox", "{\"model_type\": \"gpt_neox\", \"hidden_size\": 64}",
        "unsupported model_type \"gpt_neox\" (mkc reads llama, mistral, mixtral, qwen2, "
        "qwen3, qwen3_moe, phi3, granite, granitemoe, gemma, gemma2, gemma3_text, gemma3, "
-       "smollm3)"},
+       "smollm3, exaone4)"},
       {"no model_type", "{\"hidden_size\": 64}", "missing \"model_type\""},
       {"dynamic rope_scaling",
        "{\"model_type\": \"llama\", \"hidden_size\": 64, \"num_hidden_layers\": 2, "

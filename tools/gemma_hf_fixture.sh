@@ -7,8 +7,9 @@
 # scaled by query_pre_attn_scalar = 64 and whose global layers' RoPE is linearly scaled by 4.
 # test_gemma_hf.sh checks mkc's kernel against them. Also tests/data/phi3_transformers.txt, on the
 # phi3 folder `mkc init --preset odd --seed 5 --arch phi3` writes (qkv_proj, gate_up_proj), which
-# test_gguf_cli.sh reads, and tests/data/smollm3_transformers.txt, on smollm3-tiny's folder (NoPE
-# layers), which test_nope.sh reads. Needs torch and transformers:
+# test_gguf_cli.sh reads, tests/data/smollm3_transformers.txt, on smollm3-tiny's folder (NoPE
+# layers), which test_nope.sh reads, and tests/data/exaone4{,_swa}_transformers.txt, on
+# exaone4-tiny's and exaone4-swa-tiny's folders, which test_exaone4.sh reads. Needs torch and transformers:
 #   python3 -m venv /tmp/tv && /tmp/tv/bin/pip install torch transformers
 #   PYTHON=/tmp/tv/bin/python bash tools/gemma_hf_fixture.sh
 set -eu
@@ -18,9 +19,11 @@ work=${WORK:-$(mktemp -d)}
 mkdir -p "$work"
 PROMPT="3 1 4 1 5 9 2 6 5 3 5 8 9 7 9 3 2 3 8 4" # past the windows of 16
 STEPS=48
-rm -rf "$work/g1" "$work/g2" "$work/g3" "$work/g3v" "$work/phi3" "$work/s3"
+rm -rf "$work/g1" "$work/g2" "$work/g3" "$work/g3v" "$work/phi3" "$work/s3" "$work/e4" "$work/e4s"
 build/mkc init --preset gemma1-tiny --seed 5 -o "$work/g1" >&2
 build/mkc init --preset smollm3-tiny --seed 5 -o "$work/s3" >&2
+build/mkc init --preset exaone4-tiny --seed 5 -o "$work/e4" >&2
+build/mkc init --preset exaone4-swa-tiny --seed 5 -o "$work/e4s" >&2
 build/mkc init --preset gemma2-tiny --seed 5 -o "$work/g2" >&2
 build/mkc init --preset odd --seed 5 --arch phi3 -o "$work/phi3" >&2
 build/mkc init --preset gemma3-tiny --seed 5 -o "$work/g3" >&2
@@ -51,6 +54,8 @@ fixture() {
 }
 fixture gemma1_transformers "$work/g1" gemma1-tiny
 fixture smollm3_transformers "$work/s3" smollm3-tiny
+fixture exaone4_transformers "$work/e4" exaone4-tiny
+fixture exaone4_swa_transformers "$work/e4s" exaone4-swa-tiny
 fixture gemma2_transformers "$work/g2" gemma2-tiny
 fixture gemma3_transformers "$work/g3" gemma3-tiny
 fixture gemma3_transformers5 "$work/g3v" gemma3-tiny tests/data/gemma3_transformers5.json

@@ -9,6 +9,8 @@
 #   bash tools/gemma_llamacpp_fixture.sh gemma2-tiny > tests/data/gemma2_llamacpp.txt
 #   bash tools/gemma_llamacpp_fixture.sh gemma1-tiny > tests/data/gemma1_llamacpp.txt
 #   bash tools/gemma_llamacpp_fixture.sh smollm3-tiny > tests/data/smollm3_llamacpp.txt
+#   INIT_FLAGS="--type f32" bash tools/gemma_llamacpp_fixture.sh exaone4-tiny > tests/data/exaone4_llamacpp.txt
+#   INIT_FLAGS="--type f32" bash tools/gemma_llamacpp_fixture.sh exaone4-swa-tiny > tests/data/exaone4_swa_llamacpp.txt
 # MKC_N_CTX: llama.cpp's context (256; tools/llamacpp_greedy.c). INIT_FLAGS go to mkc init (a phi3 file, fused matrices and all; F32 matrices, so llama.cpp's CPU
 # keeps its activations in F32, and test_gguf_cli.sh runs mkc with an F16 cache as llama.cpp's):
 #   INIT_FLAGS="--arch phi3 --type f32" bash tools/gemma_llamacpp_fixture.sh odd > tests/data/phi3_llamacpp.txt

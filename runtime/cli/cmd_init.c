@@ -83,7 +83,8 @@ static const mkc_node *windowed(const mkc_graph *g) {
 }
 
 /* The RoPE of the model's global layers (a local layer's may have a base of
- * its own: Gemma 3), else the first. */
+ * its own: Gemma 3), else the first. A NoPE layer's rope node carries the
+ * global base and scaling too (graphs/llama.lua), though it rotates nothing. */
 static const mkc_node *global_rope(const mkc_graph *g) {
   for (int i = 0; i < g->n_nodes; i++)
     if (g->nodes[i].op == MKC_OP_ATTENTION && !g->nodes[i].window)
@@ -108,9 +109,10 @@ static int has_nope(const mkc_graph *g) {
  * norms after attention and the MLP are Gemma's (gemma3's with per-head Q/K
  * norms, else gemma2's), scaled embeddings or GeGLU without them Gemma 1's,
  * Q/K/V biases qwen2's, per-head Q/K norms qwen3's, layers without RoPE
- * SmolLM3's. */
+ * SmolLM3's, layers without norms before attention EXAONE 4's. */
 static const char *architecture(const mkc_graph *g) {
   if (has_weight(g, "blk.0.attn_sinks.weight")) return "gpt-oss";
+  if (!has_weight(g, "blk.0.attn_norm.weight")) return "exaone4"; /* norms after only */
   if (has_nope(g)) return "smollm3";
   const mkc_node *add = first_node(g, MKC_OP_ADD), *logits = first_node(g, MKC_OP_LOGITS);
   if ((add && add->scale > 0) || (logits && logits->scale > 0))
@@ -244,6 +246,12 @@ static int describe_gemma(const mkc_graph *g, const char *preset, int gemma, mkc
   attn_cap = attn_cap > 0 ? attn_cap : 0;
   int gelu = swiglu && swiglu->act == MKC_ACT_GELU_TANH;
   if (!gemma) { /* scaled embeddings or GeGLU made it a gemma file (architecture) */
+    if (att && strcmp(d->arch, "exaone4") == 0 && !attn_cap && !final_cap) { /* its windows */
+      d->sliding_window = att->window;
+      d->swa_local = period - 1, d->swa_global = 1;
+      d->rope_theta_swa = rope && theta_swa != rope->theta ? theta_swa : 0;
+      return 0;
+    }
     if (!att && !attn_cap && !final_cap) return 0;
     fprintf(stderr,
             "mkc: error: preset %s: %s without Gemma's norms after attention and the MLP: "
@@ -445,20 +453,70 @@ static int describe_smollm3(const mkc_graph *g, const char *preset, mkc_model_de
   return describe_gemma(g, preset, 0, d);
 }
 
-/* A smollm3 GGUF's NoPE layers are llama.cpp's, every 4th: no key says another interval. */
-static int nope_fits_gguf(const mkc_model_desc *d, const char *preset) {
-  if (!d->nope_interval || d->nope_interval == 4) return 0;
-  fprintf(stderr,
-          "mkc: error: preset %s: NoPE every %d layers: a smollm3 GGUF's are every 4 (llama.cpp's "
-          "step; no key says another); its Hugging Face folder can say it (-o DIR)\n",
-          preset, d->nope_interval);
-  return -1;
+/* An EXAONE 4 model into d, or -1 with a message where the graph has what an exaone4 file
+ * cannot carry: its layers have norms after attention and the MLP and per-head Q/K norms, no
+ * biases or experts, Gemma's scaling or caps (describe_gemma), and RoPE in every layer but the
+ * global ones of its windows (llama.cpp's and transformers' exaone4). */
+static int describe_exaone4(const mkc_graph *g, const char *preset, mkc_model_desc *d) {
+  const char *why = !has_weight(g, "blk.0.post_attention_norm.weight")
+                        ? "no norms after attention and the MLP"
+                    : !d->qk_norm               ? "no per-head Q/K norms"
+                    : d->qkv_bias               ? "Q/K/V biases"
+                    : first_node(g, MKC_OP_MOE) ? "experts"
+                                                : NULL;
+  if (why) {
+    fprintf(stderr,
+            "mkc: error: preset %s: no norms before attention and the MLP make it an exaone4 "
+            "file, which cannot carry %s\n",
+            preset, why);
+    return -1;
+  }
+  if (describe_gemma(g, preset, 0, d)) return -1;
+  d->post_norms = d->no_pre_norms = 1;
+  int every = d->sliding_window && d->swa_global ? d->swa_local + d->swa_global : 0;
+  for (int i = 0; i < g->n_nodes; i++) {
+    const mkc_node *a = &g->nodes[i];
+    if (a->op == MKC_OP_ATTENTION &&
+        g->nodes[a->in[0]].nope != (every && (a->layer + 1) % every == 0)) {
+      fprintf(stderr,
+              "mkc: error: preset %s: layer %d %s RoPE; an exaone4 file's layers have it but for "
+              "the global layers of its windows\n",
+              preset, a->layer, g->nodes[a->in[0]].nope ? "has no" : "has");
+      return -1;
+    }
+  }
+  d->nope_interval = every;
+  return 0;
+}
+
+/* What a GGUF cannot say that a folder can: a smollm3 GGUF's NoPE layers are llama.cpp's, every
+ * 4th (no key says another interval), and only a 64-layer exaone4 GGUF has windows (llama.cpp's
+ * 32B; no key turns them on). */
+static int fits_gguf(const mkc_model_desc *d, const char *preset) {
+  if (strcmp(d->arch, "smollm3") == 0 && d->nope_interval && d->nope_interval != 4) {
+    fprintf(stderr,
+            "mkc: error: preset %s: NoPE every %d layers: a smollm3 GGUF's are every 4 "
+            "(llama.cpp's step; no key says another); its Hugging Face folder can say it (-o "
+            "DIR)\n",
+            preset, d->nope_interval);
+    return -1;
+  }
+  if (strcmp(d->arch, "exaone4") == 0 && d->sliding_window && d->n_layers != 64) {
+    fprintf(stderr,
+            "mkc: error: preset %s: sliding windows in %d layers: an exaone4 GGUF has them only "
+            "with 64 layers (llama.cpp's 32B; no key turns them on); its Hugging Face folder can "
+            "say them (-o DIR)\n",
+            preset, d->n_layers);
+    return -1;
+  }
+  return 0;
 }
 
 /* What a model file says beyond the sizes: Granite's multipliers, Gemma's (describe_gemma) or
  * SmolLM3's NoPE layers. */
 static int describe_extras(const mkc_graph *g, const char *preset, mkc_model_desc *d) {
   if (strcmp(d->arch, "smollm3") == 0) return describe_smollm3(g, preset, d);
+  if (strcmp(d->arch, "exaone4") == 0) return describe_exaone4(g, preset, d);
   if (mkc_gptoss(d->arch)) return describe_gptoss(g, preset, d);
   if (refuse_gptoss(g, preset) != 0) return -1;
   if (mkc_granite_family(d->arch)) return describe_granite(g, preset, d);
@@ -1106,9 +1164,9 @@ int mkc_cmd_init(int argc, char **argv) {
   if (!(out = mkc_gguf_writer_new())) goto done;
   if (f.phi3 && phi3_fits(&g, &d, preset) != 0) goto done;
   if (f.exaone && exaone_fits(&g, &d, preset) != 0) goto done;
-  if (describe_extras(&g, preset, &d) || nope_fits_gguf(&d, preset) ||
-      experts_fit(&g, preset, &d, 1) || set_metadata(out, &g, d.arch, name) ||
-      (f.vocab && mkc_init_vocab_copy(&vocab, out)) || set_gemma(out, &d) || set_granite(out, &d) ||
+  if (describe_extras(&g, preset, &d) || fits_gguf(&d, preset) || experts_fit(&g, preset, &d, 1) ||
+      set_metadata(out, &g, d.arch, name) || (f.vocab && mkc_init_vocab_copy(&vocab, out)) ||
+      set_gemma(out, &d) || set_granite(out, &d) ||
       set_rope_scaling(out, d.arch, &d.rope_scaling) ||
       (f.pooling && set_u32(out, d.arch, "pooling_type", f.pooling - 1)) ||
       add_weights(out, &g, &w, &f, encoded, count) || add_rope_freqs(out, &d) ||

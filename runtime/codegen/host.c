@@ -194,9 +194,13 @@ static void push_model_preset(lua_State *L, const mkc_model_desc *d) {
   const struct {
     const char *key;
     int v;
-  } flags[] = {{"tied", d->tied},       {"qkv_bias", d->qkv_bias},
-               {"qk_norm", d->qk_norm}, {"post_norms", d->post_norms},
-               {"attn_sinks", gptoss},  {"o_bias", gptoss}};
+  } flags[] = {{"tied", d->tied},
+               {"qkv_bias", d->qkv_bias},
+               {"qk_norm", d->qk_norm},
+               {"post_norms", d->post_norms},
+               {"pre_norms", !d->no_pre_norms},
+               {"attn_sinks", gptoss},
+               {"o_bias", gptoss}};
   for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
     lua_pushboolean(L, flags[i].v);
     lua_setfield(L, -2, flags[i].key);

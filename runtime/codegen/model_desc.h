@@ -72,6 +72,7 @@ typedef struct mkc_model_desc {
    * residual adds (blk.N.post_attention_norm, blk.N.post_ffw_norm) */
   double embed_scale, attn_scale;
   int ffn_gelu, post_norms;
+  int no_pre_norms; /* EXAONE 4: no norm before attention and the MLP (post_norms only) */
   /* Gemma 2: the scaled attention scores and the logits x as c * tanh(x / c) (0: neither) */
   double attn_softcap, final_softcap;
   /* Granite: each residual branch times residual_scale before it is added, the logits divided

@@ -27,6 +27,7 @@ static const int GEMMA3_SIZES[] = {2304, 26, 8, 9216, 262208};
 static const int GEMMA2_SIZES[] = {2304, 26, 8, 9216, 256000};
 static const int GEMMA_SIZES[] = {3072, 28, 16, 24576, 256000};
 static const int SMOLLM3_SIZES[] = {2048, 36, 16, 11008, 128256}; /* SmolLM3Config's */
+static const int EXAONE4_SIZES[] = {4096, 32, 32, 16384, 102400}; /* Exaone4Config's */
 
 /* What each model_type fixes. HF stores Q/K rows for rotate-half RoPE;
  * llama.cpp's llama and mistral GGUFs permute them for interleaved RoPE,
@@ -53,6 +54,7 @@ static const arch_info ARCHS[] = {
     {"granitemoe", "granitemoe", MKC_ROPE_INTERLEAVED, 0, 0, 2048, NULL}, /* and experts */
     {"gemma", "gemma", MKC_ROPE_NEOX, 0, 0, 8192, GEMMA_SIZES},
     {"smollm3", "smollm3", MKC_ROPE_INTERLEAVED, 0, 0, 32768, SMOLLM3_SIZES}, /* read_nope */
+    {"exaone4", "exaone4", MKC_ROPE_NEOX, 0, 1, 2048, EXAONE4_SIZES},         /* read_exaone4 */
     {"gemma2", "gemma2", MKC_ROPE_NEOX, 0, 0, 8192, GEMMA2_SIZES},
     {"gemma3_text", "gemma3", MKC_ROPE_NEOX, 0, 1, 131072, GEMMA3_SIZES},
     {"gemma3", "gemma3", MKC_ROPE_NEOX, 0, 1, 131072, GEMMA3_SIZES}, /* its text_config */
@@ -510,6 +512,42 @@ static int read_nope(const config *t, mkc_model_desc *d) {
   return 0;
 }
 
+/* EXAONE 4 (Exaone4Config): no norm before attention and the MLP, one after each; windows of
+ * sliding_window (default 4096; null: none) on the layers layer_types calls sliding_attention
+ * (absent: all but every sliding_window_pattern-th, an integer, default 4, or a string of L and G a
+ * period, as "LLLG"), and then the global layers have no RoPE. */
+static int read_exaone4(const config *t, mkc_model_desc *d) {
+  char buf[96];
+  d->post_norms = d->no_pre_norms = 1;
+  const cJSON *window = cJSON_GetObjectItemCaseSensitive(t->root, "sliding_window");
+  if (window && cJSON_IsNull(window)) return 0;
+  if (get_int(t, "sliding_window", 4096, 1, &d->sliding_window)) return -1;
+  const cJSON *types = field(t, t->root, "layer_types");
+  const cJSON *pattern = field(t, t->root, "sliding_window_pattern");
+  int period = 4;
+  if (types) {
+    if (read_layer_types(t, types, d->n_layers, &period)) return -1;
+  } else if (pattern && cJSON_IsString(pattern)) {
+    const char *s = pattern->valuestring;
+    size_t n = strlen(s);
+    if (n == 0 || s[n - 1] != 'G' || strspn(s, "L") != n - 1)
+      return mkc_error_in(t->where,
+                          "\"sliding_window_pattern\": %s: expected local layers then one "
+                          "global, as \"LLLG\"",
+                          mkc_json_describe(pattern, buf, sizeof buf));
+    period = (int)n;
+  } else if (get_int(t, "sliding_window_pattern", 4, 1, &period)) {
+    return -1;
+  }
+  d->swa_local = period ? period - 1 : 1, d->swa_global = period ? 1 : 0;
+  if (d->swa_local == 0) { /* every layer global, with RoPE */
+    d->sliding_window = d->swa_local = d->swa_global = 0;
+    return 0;
+  }
+  d->nope_interval = d->swa_global ? period : 0;
+  return 0;
+}
+
 /* The experts of a qwen3_moe config (num_experts, num_experts_per_tok and
  * moe_intermediate_size required; norm_topk_prob as Qwen3MoeConfig defaults it,
  * false; every layer sparse: decoder_sparse_step 1, no mlp_only_layers) or a
@@ -561,7 +599,7 @@ static int parse(const config *c, const char *dir_name, mkc_model_desc *d) {
     return mkc_error_in(c->where,
                         "unsupported model_type %s (mkc reads llama, mistral, mixtral, qwen2, "
                         "qwen3, qwen3_moe, phi3, granite, granitemoe, gemma, gemma2, "
-                        "gemma3_text, gemma3, smollm3)",
+                        "gemma3_text, gemma3, smollm3, exaone4)",
                         mkc_json_describe(type, buf, sizeof buf));
   snprintf(d->arch, sizeof d->arch, "%s", arch->arch);
   name_from_dir(dir_name, arch->arch, d->name, sizeof d->name);
@@ -569,6 +607,7 @@ static int parse(const config *c, const char *dir_name, mkc_model_desc *d) {
   d->qkv_bias = arch->qkv_bias;
   d->qk_norm = arch->qk_norm;
   int gemma = mkc_gemma_version(arch->arch), smollm3 = strcmp(arch->arch, "smollm3") == 0;
+  int exaone4 = strcmp(arch->arch, "exaone4") == 0;
 
   /* A multimodal Gemma 3 describes its language model in text_config. */
   char where[4200];
@@ -626,7 +665,7 @@ static int parse(const config *c, const char *dir_name, mkc_model_desc *d) {
                    &d->rope_theta) ||
       (!field(t, t->root, "rope_theta") && params &&
        get_positive(t, params, "rope_theta", d->rope_theta, &d->rope_theta)) ||
-      get_positive(t, t->root, "rms_norm_eps", 1e-6, &d->norm_eps) ||
+      get_positive(t, t->root, "rms_norm_eps", exaone4 ? 1e-5 : 1e-6, &d->norm_eps) ||
       get_bool(c, "tie_word_embeddings", gemma, &d->tied))
     return -1;
   if (scaling.type != MKC_ROPE_SCALING_NONE) d->rope_scaling = scaling; /* the newer key wins */
@@ -645,6 +684,7 @@ static int parse(const config *c, const char *dir_name, mkc_model_desc *d) {
   if (gemma) return read_gemma(t, gemma, d);
   if (mkc_granite_family(arch->arch) && read_granite(t, d)) return -1;
   if (smollm3 && read_nope(t, d)) return -1;
+  if (exaone4) return read_exaone4(t, d);
   if (read_experts(t, arch, d)) return -1;
 
   /* Sliding-window attention equals full attention while the context fits

@@ -59,7 +59,7 @@ static const struct {
     {"ffn_down_exps.weight", "down_proj", "w2"},
 };
 
-/* Gemma 2's and 3's four norms a layer: their post_attention_layernorm
+/* Gemma 2's and 3's four norms a layer (EXAONE 4's two after): their post_attention_layernorm
  * follows attention, where the others' is the norm before the MLP. Looked up
  * before LAYER_NAMES. */
 static const name_pair GEMMA_LAYER_NAMES[] = {
@@ -107,7 +107,7 @@ static int translate(const char *arch, const char *name, char *out, size_t cap, 
   int layer = layer_of(name, from_hf ? "model.layers." : "blk.", &rest);
   if (layer < 0) return -1;
   const name_pair *p = NULL;
-  if (mkc_gemma_version(arch) > 1) /* Gemma 1's are llama's */
+  if (mkc_gemma_version(arch) > 1 || strcmp(arch, "exaone4") == 0) /* Gemma 1's are llama's */
     p = pair_of(GEMMA_LAYER_NAMES, COUNT(GEMMA_LAYER_NAMES), rest, from_hf);
   if (strcmp(arch, "mixtral") == 0)
     p = pair_of(MIXTRAL_LAYER_NAMES, COUNT(MIXTRAL_LAYER_NAMES), rest, from_hf);

@@ -162,7 +162,22 @@ static char *config_text(const mkc_model_desc *d) {
     cJSON_AddNumberToObject(c, "num_experts_per_tok", d->n_experts_used);
     cJSON_ReplaceItemInObject(c, "intermediate_size", cJSON_CreateNumber(d->expert_ffn));
   }
-  if (d->nope_interval > 0) { /* SmolLM3Config: 1 where a layer has RoPE */
+  if (strcmp(d->arch, "exaone4") == 0) { /* Exaone4Config: the window (null for none) and its
+                                          * layers, which it cannot derive without one */
+    int period = d->swa_local + d->swa_global;
+    if (d->sliding_window) {
+      cJSON_AddNumberToObject(c, "sliding_window", d->sliding_window);
+      cJSON_AddNumberToObject(c, "sliding_window_pattern", period);
+    } else {
+      cJSON_AddNullToObject(c, "sliding_window");
+    }
+    cJSON *types = cJSON_AddArrayToObject(c, "layer_types");
+    for (int l = 0; types && l < d->n_layers; l++) {
+      int local = d->sliding_window && l % period < d->swa_local;
+      cJSON_AddItemToArray(types,
+                           cJSON_CreateString(local ? "sliding_attention" : "full_attention"));
+    }
+  } else if (d->nope_interval > 0) { /* SmolLM3Config: 1 where a layer has RoPE */
     cJSON_AddNumberToObject(c, "no_rope_layer_interval", d->nope_interval);
     cJSON *list = cJSON_AddArrayToObject(c, "no_rope_layers");
     for (int l = 0; list && l < d->n_layers; l++)
@@ -179,7 +194,8 @@ static char *config_text(const mkc_model_desc *d) {
 
 int mkc_hf_write(const char *dir, const mkc_model_desc *d, const mkc_weights *w, int dtype) {
   int neox = strcmp(d->arch, "qwen2") == 0 || strncmp(d->arch, "qwen3", 5) == 0 ||
-             mkc_gemma_version(d->arch) || strcmp(d->arch, "phi3") == 0;
+             mkc_gemma_version(d->arch) || strcmp(d->arch, "phi3") == 0 ||
+             strcmp(d->arch, "exaone4") == 0;
   if ((d->rope_layout == MKC_ROPE_NEOX) != neox) {
     fprintf(stderr,
             "mkc: error: a %s model with %s RoPE cannot be written as a Hugging Face folder "

@@ -13,9 +13,9 @@
 #include "util/files.h"
 #include "util/text.h"
 
-static const char *const ARCHS[] = {"llama",      "mistral", "qwen2",   "qwen3", "qwen3moe",
-                                    "gemma",      "gemma2",  "gemma3",  "phi3",  "granite",
-                                    "granitemoe", "gpt-oss", "smollm3", "exaone"};
+static const char *const ARCHS[] = {"llama",      "mistral", "qwen2",   "qwen3",  "qwen3moe",
+                                    "gemma",      "gemma2",  "gemma3",  "phi3",   "granite",
+                                    "granitemoe", "gpt-oss", "smollm3", "exaone", "exaone4"};
 
 /* ARCH.suffix, an integer in [min, 2^30] (absent: *v unchanged); 1 if present, 0 if absent, -1
  * on error. */
@@ -370,7 +370,7 @@ static int read_arch(const mkc_gguf *f, mkc_model_desc *d) {
     fprintf(stderr,
             "mkc: error: %s: architecture \"%s\" is not supported (mkc runs llama, mistral, qwen2, "
             "qwen3, qwen3moe, gemma, gemma2, gemma3, phi3, granite, granitemoe, gpt-oss, smollm3, "
-            "exaone)\n",
+            "exaone, exaone4)\n",
             f->path, mkc_shown(arch));
     return -1;
   }
@@ -470,6 +470,21 @@ static int read_tensors(const mkc_gguf *f, mkc_model_desc *d) {
   return 0;
 }
 
+/* ARCH.attention.sliding_window into d (absent: def), or -1 with a message. */
+static int read_window(const mkc_gguf *f, const char *arch, int64_t def, mkc_model_desc *d) {
+  char key[128];
+  int64_t window = def;
+  snprintf(key, sizeof key, "%s.attention.sliding_window", arch);
+  if (mkc_gguf_get_int(f, key, &window) < 0) return -1;
+  if (window < 0 || window > (1 << 30)) {
+    fprintf(stderr, "mkc: error: %s: %s = %lld: expected 0..%d\n", f->path, key, (long long)window,
+            1 << 30);
+    return -1;
+  }
+  d->sliding_window = (int)window;
+  return 0;
+}
+
 /* ARCH.attention.sliding_window_pattern as llama.cpp reads it (its
  * load_swa_pattern): absent, the period n; an integer n, local layers where
  * layer % n < n - 1 (0: every layer); or an array of one flag a layer (true:
@@ -555,15 +570,8 @@ static int read_gemma(const mkc_gguf *f, const char *arch, mkc_model_desc *d) {
   if (!gemma2 && !mkc_gguf_find(f, key) &&
       get_real(f, arch, "rope.local.freq_base", &d->rope_theta_swa) < 0)
     return -1;
-  int64_t window = gemma2 ? 4096 : 0; /* 0, as absent in Gemma 3: every layer global */
-  snprintf(key, sizeof key, "%s.attention.sliding_window", arch);
-  if (mkc_gguf_get_int(f, key, &window) < 0) return -1;
-  if (window < 0 || window > (1 << 30)) {
-    fprintf(stderr, "mkc: error: %s: %s = %lld: expected 0..%d\n", f->path, key, (long long)window,
-            1 << 30);
-    return -1;
-  }
-  d->sliding_window = (int)window;
+  /* 0, as absent in Gemma 3: every layer global */
+  if (read_window(f, arch, gemma2 ? 4096 : 0, d)) return -1;
   if (read_swa_pattern(f, arch, gemma2 ? 2 : 6, d) < 0 ||
       get_real(f, arch, "rope.freq_base_swa", &d->rope_theta_swa) < 0 ||
       get_real(f, arch, "final_logit_softcapping", &d->final_softcap) < 0 ||
@@ -704,6 +712,39 @@ static int read_gptoss(const mkc_gguf *f, const char *arch, mkc_model_desc *d) {
   return 0;
 }
 
+/* EXAONE 4 as llama.cpp's exaone4 reads it: no norm before attention and the MLP, one after each
+ * (post_attention_norm, post_ffw_norm), per-head Q/K norms. Only the 64-layer 32B has windows:
+ * ARCH.attention.sliding_window (default 4096) on the local layers of
+ * ARCH.attention.sliding_window_pattern (default 4: 3 local : 1 global), with
+ * ARCH.rope.freq_base_swa (default: the global base), and its global layers have no RoPE. */
+static int read_exaone4(const mkc_gguf *f, const char *arch, mkc_model_desc *d) {
+  static const char *const need[] = {"blk.0.post_attention_norm.weight",
+                                     "blk.0.post_ffw_norm.weight", "blk.0.attn_q_norm.weight"};
+  for (size_t i = 0; i < sizeof need / sizeof *need; i++)
+    if (!mkc_gguf_find_tensor(f, need[i])) {
+      fprintf(stderr, "mkc: error: %s: %s model without %s\n", f->path, arch, need[i]);
+      return -1;
+    }
+  d->post_norms = d->no_pre_norms = 1;
+  if (d->n_layers != 64) return 0;
+  double base_swa = d->rope_theta;
+  if (read_window(f, arch, 4096, d) || read_swa_pattern(f, arch, 4, d) < 0 ||
+      get_real(f, arch, "rope.freq_base_swa", &base_swa) < 0)
+    return -1;
+  if (!(base_swa > 0)) {
+    fprintf(stderr, "mkc: error: %s: %s.rope.freq_base_swa = %g: expected > 0\n", f->path, arch,
+            base_swa);
+    return -1;
+  }
+  if (d->sliding_window == 0 || d->swa_local == 0) { /* every layer global, with RoPE */
+    d->sliding_window = d->swa_local = d->swa_global = 0;
+    return 0;
+  }
+  d->rope_theta_swa = base_swa != d->rope_theta ? base_swa : 0;
+  d->nope_interval = d->swa_global ? d->swa_local + d->swa_global : 0; /* the global layers */
+  return 0;
+}
+
 int mkc_gguf_model_desc(const mkc_gguf *f, mkc_model_desc *d) {
   memset(d, 0, sizeof *d);
   if (read_arch(f, d)) return -1;
@@ -716,5 +757,6 @@ int mkc_gguf_model_desc(const mkc_gguf *f, mkc_model_desc *d) {
   if (mkc_gptoss(d->arch) && read_gptoss(f, d->arch, d)) return -1;
   /* SmolLM3: llama's layers, every 4th without RoPE (llama.cpp's fixed step; no key says it) */
   if (strcmp(d->arch, "smollm3") == 0) d->nope_interval = 4;
+  if (strcmp(d->arch, "exaone4") == 0 && read_exaone4(f, d->arch, d)) return -1;
   return rope_layout(f, d->arch, d) || read_rope_scaling(f, d->arch, d) ? -1 : 0;
 }

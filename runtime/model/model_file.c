@@ -182,7 +182,8 @@ void mkc_model_desc_format(const mkc_model_desc *d, char *buf, size_t cap) {
     len += (size_t)snprintf(buf + len, cap - len, ", no RoPE every %d layers from layer %d (NoPE)",
                             d->nope_interval, d->nope_interval - 1);
   if (d->post_norms && len < cap)
-    len += (size_t)snprintf(buf + len, cap - len, ", norms after attention and the MLP");
+    len += (size_t)snprintf(buf + len, cap - len, ", norms after attention and the MLP%s",
+                            d->no_pre_norms ? " (none before)" : "");
   if (d->ffn_gelu && len < cap) len += (size_t)snprintf(buf + len, cap - len, ", GeGLU");
   if (d->embed_scale > 0 && len < cap)
     len += (size_t)snprintf(buf + len, cap - len, ", embeddings x %g", d->embed_scale);

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph b9a94b8484315e76, templates 2218df11d515898b, options 380dc56497bb469f
+ * hashes:  graph 22afb18ea66da309, templates 2218df11d515898b, options 380dc56497bb469f
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    85 stages, 0 grid barriers, 84 flow waits; scratch 4701632 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 44544 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -6376,498 +6376,498 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   const int *inputs = state->inputs + (drafting ? state->draft_n : 0);
   const int t0 = T > MKC_T_MAX ? T - 1 : 0; /* the first input with logits: a prompt chunk's last */
 
-  /* stage 1/85: embed -- embed token_embd.weight (line 447)
+  /* stage 1/85: embed -- embed token_embd.weight (line 470)
    * work: T x 2048 elements, grid-strided over threads; smem 0 bytes
    * nodes: 2; items: 2048*t, one thread each; flops: 0; sync: flow
    * smem: none
    * reads: weights+0 4096*t (token_embd.weight)
-   * writes: scratch+0 8192*t (embed token_embd.weight (line 447)) */
+   * writes: scratch+0 8192*t (embed token_embd.weight (line 470)) */
   mkc_embed(mkc_wmat_of(weights + 0, 4096, MKC_W_BF16), 2048, 1.0f, scratch + 0, 2048, inputs, T);
-  mkc_flow_arrive(state); /* next stage reads embed (line 447) written by another block */
+  mkc_flow_arrive(state); /* next stage reads embed (line 470) written by another block */
 
   /* layer loop: stages 2-81 are 16 passes of the 5 below, whose code differs only in
    * the pass's values lay_i[j] and lay_w[j] (offsets, a window, stage numbers), read from
    * mkc_layer_i and mkc_layer_w above. Each pass's stages, in order (inspect unfolds the loop): */
-  /* stage 2/85: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 450), matmul blk.0.attn_q.weight (line 403), matmul blk.0.attn_k.weight (line 404), matmul blk.0.attn_v.weight (line 405), rope (line 414), rope (line 415)
+  /* stage 2/85: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 474), matmul blk.0.attn_q.weight (line 426), matmul blk.0.attn_k.weight (line 427), matmul blk.0.attn_v.weight (line 428), rope (line 437), rope (line 438)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 39072 bytes
    * nodes: 4 6 9 12 7 10; items: 1536, one warp each; flops: 12582912*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+880, a_tile 928+9216, w_tile 10144+9216, c_tile 19360+17408, ssq 36768+2048, inv_tile 38816+256
-   * reads: weights+262670336 8388608 (blk.0.attn_q.weight), weights+266864640 2097152 (blk.0.attn_k.weight), weights+267913216 2097152 (blk.0.attn_v.weight), scratch+0 8192*t (embed token_embd.weight (line 447)), weights+262668288 4096 (blk.0.attn_norm.weight)
-   * writes: scratch+262144 8192*t (rope (line 414)), kv+0 1024*t (K cache layer 0), kv+2097152 1024*t (V cache layer 0) */
-  /* stage 3/85: attention -- attention layer 0 (line 417)
+   * reads: weights+262670336 8388608 (blk.0.attn_q.weight), weights+266864640 2097152 (blk.0.attn_k.weight), weights+267913216 2097152 (blk.0.attn_v.weight), scratch+0 8192*t (embed token_embd.weight (line 470)), weights+262668288 4096 (blk.0.attn_norm.weight)
+   * writes: scratch+262144 8192*t (rope (line 437)), kv+0 1024*t (K cache layer 0), kv+2097152 1024*t (V cache layer 0) */
+  /* stage 3/85: attention -- attention layer 0 (line 440)
    * work: 8 kv heads x 4-head passes x T units, positions split across the blocks; tiles of 256; smem 44544 bytes
    * nodes: 13; items: 8*t, one block each; flops: 8192*att; sync: flow
    * smem: q_s 0+1024, sc2 1024+8192, stat 9216+64, red 9280+16384, q_tile 0+17408, k_tile 17408+8704, v_tile 26112+9216, p_tile 35328+9216
-   * reads: scratch+262144 8192*t (rope (line 414)), kv+0 1024*ctx (K cache layer 0), kv+2097152 1024*ctx (V cache layer 0)
-   * writes: scratch+524288 8192*t (attention layer 0 (line 417)) */
-  /* stage 4/85: matvec_residual -- matmul blk.0.attn_output.weight (line 422), add (line 451)
+   * reads: scratch+262144 8192*t (rope (line 437)), kv+0 1024*ctx (K cache layer 0), kv+2097152 1024*ctx (V cache layer 0)
+   * writes: scratch+524288 8192*t (attention layer 0 (line 440)) */
+  /* stage 4/85: matvec_residual -- matmul blk.0.attn_output.weight (line 445), add (line 475)
    * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 15 16; items: 2048, one warp each; flops: 8388608*t; sync: flow
    * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
-   * reads: weights+268961792 8388608 (blk.0.attn_output.weight), scratch+524288 8192*t (attention layer 0 (line 417)), scratch+0 8192*t (add (line 451))
-   * writes: scratch+0 8192*t (add (line 451)) */
-  /* stage 5/85: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 453), matmul blk.0.ffn_gate.weight (line 441), matmul blk.0.ffn_up.weight (line 442), swiglu (line 443)
+   * reads: weights+268961792 8388608 (blk.0.attn_output.weight), scratch+524288 8192*t (attention layer 0 (line 440)), scratch+0 8192*t (add (line 475))
+   * writes: scratch+0 8192*t (add (line 475)) */
+  /* stage 5/85: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 477), matmul blk.0.ffn_gate.weight (line 464), matmul blk.0.ffn_up.weight (line 465), swiglu (line 466)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 39872 bytes
    * nodes: 18 20 22 23; items: 8192, one warp each; flops: 67108864*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+1680, a_tile 1728+9216, w_tile 10944+9216, c_tile 20160+17408, ssq 37568+2048, inv_tile 39616+256
-   * reads: weights+273158144 33554432 (blk.0.ffn_gate.weight), weights+289935360 33554432 (blk.0.ffn_up.weight), scratch+0 8192*t (add (line 451)), weights+273156096 4096 (blk.0.ffn_norm.weight)
-   * writes: scratch+786432 32768*t (swiglu (line 443)) */
-  /* stage 6/85: matvec_residual -- matmul blk.0.ffn_down.weight (line 443), add (line 454)
+   * reads: weights+273158144 33554432 (blk.0.ffn_gate.weight), weights+289935360 33554432 (blk.0.ffn_up.weight), scratch+0 8192*t (add (line 475)), weights+273156096 4096 (blk.0.ffn_norm.weight)
+   * writes: scratch+786432 32768*t (swiglu (line 466)) */
+  /* stage 6/85: matvec_residual -- matmul blk.0.ffn_down.weight (line 466), add (line 478)
    * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 25 26; items: 2048, one warp each; flops: 33554432*t; sync: flow
    * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
-   * reads: weights+306712576 33554432 (blk.0.ffn_down.weight), scratch+786432 32768*t (swiglu (line 443)), scratch+0 8192*t (add (line 454))
-   * writes: scratch+0 8192*t (add (line 454)) */
-  /* stage 7/85: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 450), matmul blk.1.attn_q.weight (line 403), matmul blk.1.attn_k.weight (line 404), matmul blk.1.attn_v.weight (line 405), rope (line 414), rope (line 415)
+   * reads: weights+306712576 33554432 (blk.0.ffn_down.weight), scratch+786432 32768*t (swiglu (line 466)), scratch+0 8192*t (add (line 478))
+   * writes: scratch+0 8192*t (add (line 478)) */
+  /* stage 7/85: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 474), matmul blk.1.attn_q.weight (line 426), matmul blk.1.attn_k.weight (line 427), matmul blk.1.attn_v.weight (line 428), rope (line 437), rope (line 438)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 39072 bytes
    * nodes: 28 30 33 36 31 34; items: 1536, one warp each; flops: 12582912*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+880, a_tile 928+9216, w_tile 10144+9216, c_tile 19360+17408, ssq 36768+2048, inv_tile 38816+256
-   * reads: weights+323491840 8388608 (blk.1.attn_q.weight), weights+327686144 2097152 (blk.1.attn_k.weight), weights+328734720 2097152 (blk.1.attn_v.weight), scratch+0 8192*t (add (line 454)), weights+323489792 4096 (blk.1.attn_norm.weight)
-   * writes: scratch+262144 8192*t (rope (line 414)), kv+4194304 1024*t (K cache layer 1), kv+6291456 1024*t (V cache layer 1) */
-  /* stage 8/85: attention -- attention layer 1 (line 417)
+   * reads: weights+323491840 8388608 (blk.1.attn_q.weight), weights+327686144 2097152 (blk.1.attn_k.weight), weights+328734720 2097152 (blk.1.attn_v.weight), scratch+0 8192*t (add (line 478)), weights+323489792 4096 (blk.1.attn_norm.weight)
+   * writes: scratch+262144 8192*t (rope (line 437)), kv+4194304 1024*t (K cache layer 1), kv+6291456 1024*t (V cache layer 1) */
+  /* stage 8/85: attention -- attention layer 1 (line 440)
    * work: 8 kv heads x 4-head passes x T units, positions split across the blocks; tiles of 256; smem 44544 bytes
    * nodes: 37; items: 8*t, one block each; flops: 8192*att; sync: flow
    * smem: q_s 0+1024, sc2 1024+8192, stat 9216+64, red 9280+16384, q_tile 0+17408, k_tile 17408+8704, v_tile 26112+9216, p_tile 35328+9216
-   * reads: scratch+262144 8192*t (rope (line 414)), kv+4194304 1024*ctx (K cache layer 1), kv+6291456 1024*ctx (V cache layer 1)
-   * writes: scratch+524288 8192*t (attention layer 1 (line 417)) */
-  /* stage 9/85: matvec_residual -- matmul blk.1.attn_output.weight (line 422), add (line 451)
+   * reads: scratch+262144 8192*t (rope (line 437)), kv+4194304 1024*ctx (K cache layer 1), kv+6291456 1024*ctx (V cache layer 1)
+   * writes: scratch+524288 8192*t (attention layer 1 (line 440)) */
+  /* stage 9/85: matvec_residual -- matmul blk.1.attn_output.weight (line 445), add (line 475)
    * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 39 40; items: 2048, one warp each; flops: 8388608*t; sync: flow
    * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
-   * reads: weights+329783296 8388608 (blk.1.attn_output.weight), scratch+524288 8192*t (attention layer 1 (line 417)), scratch+0 8192*t (add (line 451))
-   * writes: scratch+0 8192*t (add (line 451)) */
-  /* stage 10/85: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 453), matmul blk.1.ffn_gate.weight (line 441), matmul blk.1.ffn_up.weight (line 442), swiglu (line 443)
+   * reads: weights+329783296 8388608 (blk.1.attn_output.weight), scratch+524288 8192*t (attention layer 1 (line 440)), scratch+0 8192*t (add (line 475))
+   * writes: scratch+0 8192*t (add (line 475)) */
+  /* stage 10/85: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 477), matmul blk.1.ffn_gate.weight (line 464), matmul blk.1.ffn_up.weight (line 465), swiglu (line 466)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 39872 bytes
    * nodes: 42 44 46 47; items: 8192, one warp each; flops: 67108864*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+1680, a_tile 1728+9216, w_tile 10944+9216, c_tile 20160+17408, ssq 37568+2048, inv_tile 39616+256
-   * reads: weights+333979648 33554432 (blk.1.ffn_gate.weight), weights+350756864 33554432 (blk.1.ffn_up.weight), scratch+0 8192*t (add (line 451)), weights+333977600 4096 (blk.1.ffn_norm.weight)
-   * writes: scratch+786432 32768*t (swiglu (line 443)) */
-  /* stage 11/85: matvec_residual -- matmul blk.1.ffn_down.weight (line 443), add (line 454)
+   * reads: weights+333979648 33554432 (blk.1.ffn_gate.weight), weights+350756864 33554432 (blk.1.ffn_up.weight), scratch+0 8192*t (add (line 475)), weights+333977600 4096 (blk.1.ffn_norm.weight)
+   * writes: scratch+786432 32768*t (swiglu (line 466)) */
+  /* stage 11/85: matvec_residual -- matmul blk.1.ffn_down.weight (line 466), add (line 478)
    * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 49 50; items: 2048, one warp each; flops: 33554432*t; sync: flow
    * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
-   * reads: weights+367534080 33554432 (blk.1.ffn_down.weight), scratch+786432 32768*t (swiglu (line 443)), scratch+0 8192*t (add (line 454))
-   * writes: scratch+0 8192*t (add (line 454)) */
-  /* stage 12/85: qkv_rope -- rmsnorm blk.2.attn_norm.weight (line 450), matmul blk.2.attn_q.weight (line 403), matmul blk.2.attn_k.weight (line 404), matmul blk.2.attn_v.weight (line 405), rope (line 414), rope (line 415)
+   * reads: weights+367534080 33554432 (blk.1.ffn_down.weight), scratch+786432 32768*t (swiglu (line 466)), scratch+0 8192*t (add (line 478))
+   * writes: scratch+0 8192*t (add (line 478)) */
+  /* stage 12/85: qkv_rope -- rmsnorm blk.2.attn_norm.weight (line 474), matmul blk.2.attn_q.weight (line 426), matmul blk.2.attn_k.weight (line 427), matmul blk.2.attn_v.weight (line 428), rope (line 437), rope (line 438)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 39072 bytes
    * nodes: 52 54 57 60 55 58; items: 1536, one warp each; flops: 12582912*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+880, a_tile 928+9216, w_tile 10144+9216, c_tile 19360+17408, ssq 36768+2048, inv_tile 38816+256
-   * reads: weights+384313344 8388608 (blk.2.attn_q.weight), weights+388507648 2097152 (blk.2.attn_k.weight), weights+389556224 2097152 (blk.2.attn_v.weight), scratch+0 8192*t (add (line 454)), weights+384311296 4096 (blk.2.attn_norm.weight)
-   * writes: scratch+262144 8192*t (rope (line 414)), kv+8388608 1024*t (K cache layer 2), kv+10485760 1024*t (V cache layer 2) */
-  /* stage 13/85: attention -- attention layer 2 (line 417)
+   * reads: weights+384313344 8388608 (blk.2.attn_q.weight), weights+388507648 2097152 (blk.2.attn_k.weight), weights+389556224 2097152 (blk.2.attn_v.weight), scratch+0 8192*t (add (line 478)), weights+384311296 4096 (blk.2.attn_norm.weight)
+   * writes: scratch+262144 8192*t (rope (line 437)), kv+8388608 1024*t (K cache layer 2), kv+10485760 1024*t (V cache layer 2) */
+  /* stage 13/85: attention -- attention layer 2 (line 440)
    * work: 8 kv heads x 4-head passes x T units, positions split across the blocks; tiles of 256; smem 44544 bytes
    * nodes: 61; items: 8*t, one block each; flops: 8192*att; sync: flow
    * smem: q_s 0+1024, sc2 1024+8192, stat 9216+64, red 9280+16384, q_tile 0+17408, k_tile 17408+8704, v_tile 26112+9216, p_tile 35328+9216
-   * reads: scratch+262144 8192*t (rope (line 414)), kv+8388608 1024*ctx (K cache layer 2), kv+10485760 1024*ctx (V cache layer 2)
-   * writes: scratch+524288 8192*t (attention layer 2 (line 417)) */
-  /* stage 14/85: matvec_residual -- matmul blk.2.attn_output.weight (line 422), add (line 451)
+   * reads: scratch+262144 8192*t (rope (line 437)), kv+8388608 1024*ctx (K cache layer 2), kv+10485760 1024*ctx (V cache layer 2)
+   * writes: scratch+524288 8192*t (attention layer 2 (line 440)) */
+  /* stage 14/85: matvec_residual -- matmul blk.2.attn_output.weight (line 445), add (line 475)
    * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 63 64; items: 2048, one warp each; flops: 8388608*t; sync: flow
    * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
-   * reads: weights+390604800 8388608 (blk.2.attn_output.weight), scratch+524288 8192*t (attention layer 2 (line 417)), scratch+0 8192*t (add (line 451))
-   * writes: scratch+0 8192*t (add (line 451)) */
-  /* stage 15/85: gate_up_swiglu -- rmsnorm blk.2.ffn_norm.weight (line 453), matmul blk.2.ffn_gate.weight (line 441), matmul blk.2.ffn_up.weight (line 442), swiglu (line 443)
+   * reads: weights+390604800 8388608 (blk.2.attn_output.weight), scratch+524288 8192*t (attention layer 2 (line 440)), scratch+0 8192*t (add (line 475))
+   * writes: scratch+0 8192*t (add (line 475)) */
+  /* stage 15/85: gate_up_swiglu -- rmsnorm blk.2.ffn_norm.weight (line 477), matmul blk.2.ffn_gate.weight (line 464), matmul blk.2.ffn_up.weight (line 465), swiglu (line 466)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 39872 bytes
    * nodes: 66 68 70 71; items: 8192, one warp each; flops: 67108864*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+1680, a_tile 1728+9216, w_tile 10944+9216, c_tile 20160+17408, ssq 37568+2048, inv_tile 39616+256
-   * reads: weights+394801152 33554432 (blk.2.ffn_gate.weight), weights+411578368 33554432 (blk.2.ffn_up.weight), scratch+0 8192*t (add (line 451)), weights+394799104 4096 (blk.2.ffn_norm.weight)
-   * writes: scratch+786432 32768*t (swiglu (line 443)) */
-  /* stage 16/85: matvec_residual -- matmul blk.2.ffn_down.weight (line 443), add (line 454)
+   * reads: weights+394801152 33554432 (blk.2.ffn_gate.weight), weights+411578368 33554432 (blk.2.ffn_up.weight), scratch+0 8192*t (add (line 475)), weights+394799104 4096 (blk.2.ffn_norm.weight)
+   * writes: scratch+786432 32768*t (swiglu (line 466)) */
+  /* stage 16/85: matvec_residual -- matmul blk.2.ffn_down.weight (line 466), add (line 478)
    * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 73 74; items: 2048, one warp each; flops: 33554432*t; sync: flow
    * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
-   * reads: weights+428355584 33554432 (blk.2.ffn_down.weight), scratch+786432 32768*t (swiglu (line 443)), scratch+0 8192*t (add (line 454))
-   * writes: scratch+0 8192*t (add (line 454)) */
-  /* stage 17/85: qkv_rope -- rmsnorm blk.3.attn_norm.weight (line 450), matmul blk.3.attn_q.weight (line 403), matmul blk.3.attn_k.weight (line 404), matmul blk.3.attn_v.weight (line 405), rope (line 414), rope (line 415)
+   * reads: weights+428355584 33554432 (blk.2.ffn_down.weight), scratch+786432 32768*t (swiglu (line 466)), scratch+0 8192*t (add (line 478))
+   * writes: scratch+0 8192*t (add (line 478)) */
+  /* stage 17/85: qkv_rope -- rmsnorm blk.3.attn_norm.weight (line 474), matmul blk.3.attn_q.weight (line 426), matmul blk.3.attn_k.weight (line 427), matmul blk.3.attn_v.weight (line 428), rope (line 437), rope (line 438)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 39072 bytes
    * nodes: 76 78 81 84 79 82; items: 1536, one warp each; flops: 12582912*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+880, a_tile 928+9216, w_tile 10144+9216, c_tile 19360+17408, ssq 36768+2048, inv_tile 38816+256
-   * reads: weights+445134848 8388608 (blk.3.attn_q.weight), weights+449329152 2097152 (blk.3.attn_k.weight), weights+450377728 2097152 (blk.3.attn_v.weight), scratch+0 8192*t (add (line 454)), weights+445132800 4096 (blk.3.attn_norm.weight)
-   * writes: scratch+262144 8192*t (rope (line 414)), kv+12582912 1024*t (K cache layer 3), kv+14680064 1024*t (V cache layer 3) */
-  /* stage 18/85: attention -- attention layer 3 (line 417)
+   * reads: weights+445134848 8388608 (blk.3.attn_q.weight), weights+449329152 2097152 (blk.3.attn_k.weight), weights+450377728 2097152 (blk.3.attn_v.weight), scratch+0 8192*t (add (line 478)), weights+445132800 4096 (blk.3.attn_norm.weight)
+   * writes: scratch+262144 8192*t (rope (line 437)), kv+12582912 1024*t (K cache layer 3), kv+14680064 1024*t (V cache layer 3) */
+  /* stage 18/85: attention -- attention layer 3 (line 440)
    * work: 8 kv heads x 4-head passes x T units, positions split across the blocks; tiles of 256; smem 44544 bytes
    * nodes: 85; items: 8*t, one block each; flops: 8192*att; sync: flow
    * smem: q_s 0+1024, sc2 1024+8192, stat 9216+64, red 9280+16384, q_tile 0+17408, k_tile 17408+8704, v_tile 26112+9216, p_tile 35328+9216
-   * reads: scratch+262144 8192*t (rope (line 414)), kv+12582912 1024*ctx (K cache layer 3), kv+14680064 1024*ctx (V cache layer 3)
-   * writes: scratch+524288 8192*t (attention layer 3 (line 417)) */
-  /* stage 19/85: matvec_residual -- matmul blk.3.attn_output.weight (line 422), add (line 451)
+   * reads: scratch+262144 8192*t (rope (line 437)), kv+12582912 1024*ctx (K cache layer 3), kv+14680064 1024*ctx (V cache layer 3)
+   * writes: scratch+524288 8192*t (attention layer 3 (line 440)) */
+  /* stage 19/85: matvec_residual -- matmul blk.3.attn_output.weight (line 445), add (line 475)
    * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 87 88; items: 2048, one warp each; flops: 8388608*t; sync: flow
    * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
-   * reads: weights+451426304 8388608 (blk.3.attn_output.weight), scratch+524288 8192*t (attention layer 3 (line 417)), scratch+0 8192*t (add (line 451))
-   * writes: scratch+0 8192*t (add (line 451)) */
-  /* stage 20/85: gate_up_swiglu -- rmsnorm blk.3.ffn_norm.weight (line 453), matmul blk.3.ffn_gate.weight (line 441), matmul blk.3.ffn_up.weight (line 442), swiglu (line 443)
+   * reads: weights+451426304 8388608 (blk.3.attn_output.weight), scratch+524288 8192*t (attention layer 3 (line 440)), scratch+0 8192*t (add (line 475))
+   * writes: scratch+0 8192*t (add (line 475)) */
+  /* stage 20/85: gate_up_swiglu -- rmsnorm blk.3.ffn_norm.weight (line 477), matmul blk.3.ffn_gate.weight (line 464), matmul blk.3.ffn_up.weight (line 465), swiglu (line 466)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 39872 bytes
    * nodes: 90 92 94 95; items: 8192, one warp each; flops: 67108864*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+1680, a_tile 1728+9216, w_tile 10944+9216, c_tile 20160+17408, ssq 37568+2048, inv_tile 39616+256
-   * reads: weights+455622656 33554432 (blk.3.ffn_gate.weight), weights+472399872 33554432 (blk.3.ffn_up.weight), scratch+0 8192*t (add (line 451)), weights+455620608 4096 (blk.3.ffn_norm.weight)
-   * writes: scratch+786432 32768*t (swiglu (line 443)) */
-  /* stage 21/85: matvec_residual -- matmul blk.3.ffn_down.weight (line 443), add (line 454)
+   * reads: weights+455622656 33554432 (blk.3.ffn_gate.weight), weights+472399872 33554432 (blk.3.ffn_up.weight), scratch+0 8192*t (add (line 475)), weights+455620608 4096 (blk.3.ffn_norm.weight)
+   * writes: scratch+786432 32768*t (swiglu (line 466)) */
+  /* stage 21/85: matvec_residual -- matmul blk.3.ffn_down.weight (line 466), add (line 478)
    * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 97 98; items: 2048, one warp each; flops: 33554432*t; sync: flow
    * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
-   * reads: weights+489177088 33554432 (blk.3.ffn_down.weight), scratch+786432 32768*t (swiglu (line 443)), scratch+0 8192*t (add (line 454))
-   * writes: scratch+0 8192*t (add (line 454)) */
-  /* stage 22/85: qkv_rope -- rmsnorm blk.4.attn_norm.weight (line 450), matmul blk.4.attn_q.weight (line 403), matmul blk.4.attn_k.weight (line 404), matmul blk.4.attn_v.weight (line 405), rope (line 414), rope (line 415)
+   * reads: weights+489177088 33554432 (blk.3.ffn_down.weight), scratch+786432 32768*t (swiglu (line 466)), scratch+0 8192*t (add (line 478))
+   * writes: scratch+0 8192*t (add (line 478)) */
+  /* stage 22/85: qkv_rope -- rmsnorm blk.4.attn_norm.weight (line 474), matmul blk.4.attn_q.weight (line 426), matmul blk.4.attn_k.weight (line 427), matmul blk.4.attn_v.weight (line 428), rope (line 437), rope (line 438)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 39072 bytes
    * nodes: 100 102 105 108 103 106; items: 1536, one warp each; flops: 12582912*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+880, a_tile 928+9216, w_tile 10144+9216, c_tile 19360+17408, ssq 36768+2048, inv_tile 38816+256
-   * reads: weights+505956352 8388608 (blk.4.attn_q.weight), weights+510150656 2097152 (blk.4.attn_k.weight), weights+511199232 2097152 (blk.4.attn_v.weight), scratch+0 8192*t (add (line 454)), weights+505954304 4096 (blk.4.attn_norm.weight)
-   * writes: scratch+262144 8192*t (rope (line 414)), kv+16777216 1024*t (K cache layer 4), kv+18874368 1024*t (V cache layer 4) */
-  /* stage 23/85: attention -- attention layer 4 (line 417)
+   * reads: weights+505956352 8388608 (blk.4.attn_q.weight), weights+510150656 2097152 (blk.4.attn_k.weight), weights+511199232 2097152 (blk.4.attn_v.weight), scratch+0 8192*t (add (line 478)), weights+505954304 4096 (blk.4.attn_norm.weight)
+   * writes: scratch+262144 8192*t (rope (line 437)), kv+16777216 1024*t (K cache layer 4), kv+18874368 1024*t (V cache layer 4) */
+  /* stage 23/85: attention -- attention layer 4 (line 440)
    * work: 8 kv heads x 4-head passes x T units, positions split across the blocks; tiles of 256; smem 44544 bytes
    * nodes: 109; items: 8*t, one block each; flops: 8192*att; sync: flow
    * smem: q_s 0+1024, sc2 1024+8192, stat 9216+64, red 9280+16384, q_tile 0+17408, k_tile 17408+8704, v_tile 26112+9216, p_tile 35328+9216
-   * reads: scratch+262144 8192*t (rope (line 414)), kv+16777216 1024*ctx (K cache layer 4), kv+18874368 1024*ctx (V cache layer 4)
-   * writes: scratch+524288 8192*t (attention layer 4 (line 417)) */
-  /* stage 24/85: matvec_residual -- matmul blk.4.attn_output.weight (line 422), add (line 451)
+   * reads: scratch+262144 8192*t (rope (line 437)), kv+16777216 1024*ctx (K cache layer 4), kv+18874368 1024*ctx (V cache layer 4)
+   * writes: scratch+524288 8192*t (attention layer 4 (line 440)) */
+  /* stage 24/85: matvec_residual -- matmul blk.4.attn_output.weight (line 445), add (line 475)
    * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 111 112; items: 2048, one warp each; flops: 8388608*t; sync: flow
    * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
-   * reads: weights+512247808 8388608 (blk.4.attn_output.weight), scratch+524288 8192*t (attention layer 4 (line 417)), scratch+0 8192*t (add (line 451))
-   * writes: scratch+0 8192*t (add (line 451)) */
-  /* stage 25/85: gate_up_swiglu -- rmsnorm blk.4.ffn_norm.weight (line 453), matmul blk.4.ffn_gate.weight (line 441), matmul blk.4.ffn_up.weight (line 442), swiglu (line 443)
+   * reads: weights+512247808 8388608 (blk.4.attn_output.weight), scratch+524288 8192*t (attention layer 4 (line 440)), scratch+0 8192*t (add (line 475))
+   * writes: scratch+0 8192*t (add (line 475)) */
+  /* stage 25/85: gate_up_swiglu -- rmsnorm blk.4.ffn_norm.weight (line 477), matmul blk.4.ffn_gate.weight (line 464), matmul blk.4.ffn_up.weight (line 465), swiglu (line 466)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 39872 bytes
    * nodes: 114 116 118 119; items: 8192, one warp each; flops: 67108864*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+1680, a_tile 1728+9216, w_tile 10944+9216, c_tile 20160+17408, ssq 37568+2048, inv_tile 39616+256
-   * reads: weights+516444160 33554432 (blk.4.ffn_gate.weight), weights+533221376 33554432 (blk.4.ffn_up.weight), scratch+0 8192*t (add (line 451)), weights+516442112 4096 (blk.4.ffn_norm.weight)
-   * writes: scratch+786432 32768*t (swiglu (line 443)) */
-  /* stage 26/85: matvec_residual -- matmul blk.4.ffn_down.weight (line 443), add (line 454)
+   * reads: weights+516444160 33554432 (blk.4.ffn_gate.weight), weights+533221376 33554432 (blk.4.ffn_up.weight), scratch+0 8192*t (add (line 475)), weights+516442112 4096 (blk.4.ffn_norm.weight)
+   * writes: scratch+786432 32768*t (swiglu (line 466)) */
+  /* stage 26/85: matvec_residual -- matmul blk.4.ffn_down.weight (line 466), add (line 478)
    * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 121 122; items: 2048, one warp each; flops: 33554432*t; sync: flow
    * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
-   * reads: weights+549998592 33554432 (blk.4.ffn_down.weight), scratch+786432 32768*t (swiglu (line 443)), scratch+0 8192*t (add (line 454))
-   * writes: scratch+0 8192*t (add (line 454)) */
-  /* stage 27/85: qkv_rope -- rmsnorm blk.5.attn_norm.weight (line 450), matmul blk.5.attn_q.weight (line 403), matmul blk.5.attn_k.weight (line 404), matmul blk.5.attn_v.weight (line 405), rope (line 414), rope (line 415)
+   * reads: weights+549998592 33554432 (blk.4.ffn_down.weight), scratch+786432 32768*t (swiglu (line 466)), scratch+0 8192*t (add (line 478))
+   * writes: scratch+0 8192*t (add (line 478)) */
+  /* stage 27/85: qkv_rope -- rmsnorm blk.5.attn_norm.weight (line 474), matmul blk.5.attn_q.weight (line 426), matmul blk.5.attn_k.weight (line 427), matmul blk.5.attn_v.weight (line 428), rope (line 437), rope (line 438)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 39072 bytes
    * nodes: 124 126 129 132 127 130; items: 1536, one warp each; flops: 12582912*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+880, a_tile 928+9216, w_tile 10144+9216, c_tile 19360+17408, ssq 36768+2048, inv_tile 38816+256
-   * reads: weights+566777856 8388608 (blk.5.attn_q.weight), weights+570972160 2097152 (blk.5.attn_k.weight), weights+572020736 2097152 (blk.5.attn_v.weight), scratch+0 8192*t (add (line 454)), weights+566775808 4096 (blk.5.attn_norm.weight)
-   * writes: scratch+262144 8192*t (rope (line 414)), kv+20971520 1024*t (K cache layer 5), kv+23068672 1024*t (V cache layer 5) */
-  /* stage 28/85: attention -- attention layer 5 (line 417)
+   * reads: weights+566777856 8388608 (blk.5.attn_q.weight), weights+570972160 2097152 (blk.5.attn_k.weight), weights+572020736 2097152 (blk.5.attn_v.weight), scratch+0 8192*t (add (line 478)), weights+566775808 4096 (blk.5.attn_norm.weight)
+   * writes: scratch+262144 8192*t (rope (line 437)), kv+20971520 1024*t (K cache layer 5), kv+23068672 1024*t (V cache layer 5) */
+  /* stage 28/85: attention -- attention layer 5 (line 440)
    * work: 8 kv heads x 4-head passes x T units, positions split across the blocks; tiles of 256; smem 44544 bytes
    * nodes: 133; items: 8*t, one block each; flops: 8192*att; sync: flow
    * smem: q_s 0+1024, sc2 1024+8192, stat 9216+64, red 9280+16384, q_tile 0+17408, k_tile 17408+8704, v_tile 26112+9216, p_tile 35328+9216
-   * reads: scratch+262144 8192*t (rope (line 414)), kv+20971520 1024*ctx (K cache layer 5), kv+23068672 1024*ctx (V cache layer 5)
-   * writes: scratch+524288 8192*t (attention layer 5 (line 417)) */
-  /* stage 29/85: matvec_residual -- matmul blk.5.attn_output.weight (line 422), add (line 451)
+   * reads: scratch+262144 8192*t (rope (line 437)), kv+20971520 1024*ctx (K cache layer 5), kv+23068672 1024*ctx (V cache layer 5)
+   * writes: scratch+524288 8192*t (attention layer 5 (line 440)) */
+  /* stage 29/85: matvec_residual -- matmul blk.5.attn_output.weight (line 445), add (line 475)
    * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 135 136; items: 2048, one warp each; flops: 8388608*t; sync: flow
    * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
-   * reads: weights+573069312 8388608 (blk.5.attn_output.weight), scratch+524288 8192*t (attention layer 5 (line 417)), scratch+0 8192*t (add (line 451))
-   * writes: scratch+0 8192*t (add (line 451)) */
-  /* stage 30/85: gate_up_swiglu -- rmsnorm blk.5.ffn_norm.weight (line 453), matmul blk.5.ffn_gate.weight (line 441), matmul blk.5.ffn_up.weight (line 442), swiglu (line 443)
+   * reads: weights+573069312 8388608 (blk.5.attn_output.weight), scratch+524288 8192*t (attention layer 5 (line 440)), scratch+0 8192*t (add (line 475))
+   * writes: scratch+0 8192*t (add (line 475)) */
+  /* stage 30/85: gate_up_swiglu -- rmsnorm blk.5.ffn_norm.weight (line 477), matmul blk.5.ffn_gate.weight (line 464), matmul blk.5.ffn_up.weight (line 465), swiglu (line 466)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 39872 bytes
    * nodes: 138 140 142 143; items: 8192, one warp each; flops: 67108864*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+1680, a_tile 1728+9216, w_tile 10944+9216, c_tile 20160+17408, ssq 37568+2048, inv_tile 39616+256
-   * reads: weights+577265664 33554432 (blk.5.ffn_gate.weight), weights+594042880 33554432 (blk.5.ffn_up.weight), scratch+0 8192*t (add (line 451)), weights+577263616 4096 (blk.5.ffn_norm.weight)
-   * writes: scratch+786432 32768*t (swiglu (line 443)) */
-  /* stage 31/85: matvec_residual -- matmul blk.5.ffn_down.weight (line 443), add (line 454)
+   * reads: weights+577265664 33554432 (blk.5.ffn_gate.weight), weights+594042880 33554432 (blk.5.ffn_up.weight), scratch+0 8192*t (add (line 475)), weights+577263616 4096 (blk.5.ffn_norm.weight)
+   * writes: scratch+786432 32768*t (swiglu (line 466)) */
+  /* stage 31/85: matvec_residual -- matmul blk.5.ffn_down.weight (line 466), add (line 478)
    * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 145 146; items: 2048, one warp each; flops: 33554432*t; sync: flow
    * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
-   * reads: weights+610820096 33554432 (blk.5.ffn_down.weight), scratch+786432 32768*t (swiglu (line 443)), scratch+0 8192*t (add (line 454))
-   * writes: scratch+0 8192*t (add (line 454)) */
-  /* stage 32/85: qkv_rope -- rmsnorm blk.6.attn_norm.weight (line 450), matmul blk.6.attn_q.weight (line 403), matmul blk.6.attn_k.weight (line 404), matmul blk.6.attn_v.weight (line 405), rope (line 414), rope (line 415)
+   * reads: weights+610820096 33554432 (blk.5.ffn_down.weight), scratch+786432 32768*t (swiglu (line 466)), scratch+0 8192*t (add (line 478))
+   * writes: scratch+0 8192*t (add (line 478)) */
+  /* stage 32/85: qkv_rope -- rmsnorm blk.6.attn_norm.weight (line 474), matmul blk.6.attn_q.weight (line 426), matmul blk.6.attn_k.weight (line 427), matmul blk.6.attn_v.weight (line 428), rope (line 437), rope (line 438)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 39072 bytes
    * nodes: 148 150 153 156 151 154; items: 1536, one warp each; flops: 12582912*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+880, a_tile 928+9216, w_tile 10144+9216, c_tile 19360+17408, ssq 36768+2048, inv_tile 38816+256
-   * reads: weights+627599360 8388608 (blk.6.attn_q.weight), weights+631793664 2097152 (blk.6.attn_k.weight), weights+632842240 2097152 (blk.6.attn_v.weight), scratch+0 8192*t (add (line 454)), weights+627597312 4096 (blk.6.attn_norm.weight)
-   * writes: scratch+262144 8192*t (rope (line 414)), kv+25165824 1024*t (K cache layer 6), kv+27262976 1024*t (V cache layer 6) */
-  /* stage 33/85: attention -- attention layer 6 (line 417)
+   * reads: weights+627599360 8388608 (blk.6.attn_q.weight), weights+631793664 2097152 (blk.6.attn_k.weight), weights+632842240 2097152 (blk.6.attn_v.weight), scratch+0 8192*t (add (line 478)), weights+627597312 4096 (blk.6.attn_norm.weight)
+   * writes: scratch+262144 8192*t (rope (line 437)), kv+25165824 1024*t (K cache layer 6), kv+27262976 1024*t (V cache layer 6) */
+  /* stage 33/85: attention -- attention layer 6 (line 440)
    * work: 8 kv heads x 4-head passes x T units, positions split across the blocks; tiles of 256; smem 44544 bytes
    * nodes: 157; items: 8*t, one block each; flops: 8192*att; sync: flow
    * smem: q_s 0+1024, sc2 1024+8192, stat 9216+64, red 9280+16384, q_tile 0+17408, k_tile 17408+8704, v_tile 26112+9216, p_tile 35328+9216
-   * reads: scratch+262144 8192*t (rope (line 414)), kv+25165824 1024*ctx (K cache layer 6), kv+27262976 1024*ctx (V cache layer 6)
-   * writes: scratch+524288 8192*t (attention layer 6 (line 417)) */
-  /* stage 34/85: matvec_residual -- matmul blk.6.attn_output.weight (line 422), add (line 451)
+   * reads: scratch+262144 8192*t (rope (line 437)), kv+25165824 1024*ctx (K cache layer 6), kv+27262976 1024*ctx (V cache layer 6)
+   * writes: scratch+524288 8192*t (attention layer 6 (line 440)) */
+  /* stage 34/85: matvec_residual -- matmul blk.6.attn_output.weight (line 445), add (line 475)
    * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 159 160; items: 2048, one warp each; flops: 8388608*t; sync: flow
    * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
-   * reads: weights+633890816 8388608 (blk.6.attn_output.weight), scratch+524288 8192*t (attention layer 6 (line 417)), scratch+0 8192*t (add (line 451))
-   * writes: scratch+0 8192*t (add (line 451)) */
-  /* stage 35/85: gate_up_swiglu -- rmsnorm blk.6.ffn_norm.weight (line 453), matmul blk.6.ffn_gate.weight (line 441), matmul blk.6.ffn_up.weight (line 442), swiglu (line 443)
+   * reads: weights+633890816 8388608 (blk.6.attn_output.weight), scratch+524288 8192*t (attention layer 6 (line 440)), scratch+0 8192*t (add (line 475))
+   * writes: scratch+0 8192*t (add (line 475)) */
+  /* stage 35/85: gate_up_swiglu -- rmsnorm blk.6.ffn_norm.weight (line 477), matmul blk.6.ffn_gate.weight (line 464), matmul blk.6.ffn_up.weight (line 465), swiglu (line 466)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 39872 bytes
    * nodes: 162 164 166 167; items: 8192, one warp each; flops: 67108864*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+1680, a_tile 1728+9216, w_tile 10944+9216, c_tile 20160+17408, ssq 37568+2048, inv_tile 39616+256
-   * reads: weights+638087168 33554432 (blk.6.ffn_gate.weight), weights+654864384 33554432 (blk.6.ffn_up.weight), scratch+0 8192*t (add (line 451)), weights+638085120 4096 (blk.6.ffn_norm.weight)
-   * writes: scratch+786432 32768*t (swiglu (line 443)) */
-  /* stage 36/85: matvec_residual -- matmul blk.6.ffn_down.weight (line 443), add (line 454)
+   * reads: weights+638087168 33554432 (blk.6.ffn_gate.weight), weights+654864384 33554432 (blk.6.ffn_up.weight), scratch+0 8192*t (add (line 475)), weights+638085120 4096 (blk.6.ffn_norm.weight)
+   * writes: scratch+786432 32768*t (swiglu (line 466)) */
+  /* stage 36/85: matvec_residual -- matmul blk.6.ffn_down.weight (line 466), add (line 478)
    * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 169 170; items: 2048, one warp each; flops: 33554432*t; sync: flow
    * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
-   * reads: weights+671641600 33554432 (blk.6.ffn_down.weight), scratch+786432 32768*t (swiglu (line 443)), scratch+0 8192*t (add (line 454))
-   * writes: scratch+0 8192*t (add (line 454)) */
-  /* stage 37/85: qkv_rope -- rmsnorm blk.7.attn_norm.weight (line 450), matmul blk.7.attn_q.weight (line 403), matmul blk.7.attn_k.weight (line 404), matmul blk.7.attn_v.weight (line 405), rope (line 414), rope (line 415)
+   * reads: weights+671641600 33554432 (blk.6.ffn_down.weight), scratch+786432 32768*t (swiglu (line 466)), scratch+0 8192*t (add (line 478))
+   * writes: scratch+0 8192*t (add (line 478)) */
+  /* stage 37/85: qkv_rope -- rmsnorm blk.7.attn_norm.weight (line 474), matmul blk.7.attn_q.weight (line 426), matmul blk.7.attn_k.weight (line 427), matmul blk.7.attn_v.weight (line 428), rope (line 437), rope (line 438)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 39072 bytes
    * nodes: 172 174 177 180 175 178; items: 1536, one warp each; flops: 12582912*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+880, a_tile 928+9216, w_tile 10144+9216, c_tile 19360+17408, ssq 36768+2048, inv_tile 38816+256
-   * reads: weights+688420864 8388608 (blk.7.attn_q.weight), weights+692615168 2097152 (blk.7.attn_k.weight), weights+693663744 2097152 (blk.7.attn_v.weight), scratch+0 8192*t (add (line 454)), weights+688418816 4096 (blk.7.attn_norm.weight)
-   * writes: scratch+262144 8192*t (rope (line 414)), kv+29360128 1024*t (K cache layer 7), kv+31457280 1024*t (V cache layer 7) */
-  /* stage 38/85: attention -- attention layer 7 (line 417)
+   * reads: weights+688420864 8388608 (blk.7.attn_q.weight), weights+692615168 2097152 (blk.7.attn_k.weight), weights+693663744 2097152 (blk.7.attn_v.weight), scratch+0 8192*t (add (line 478)), weights+688418816 4096 (blk.7.attn_norm.weight)
+   * writes: scratch+262144 8192*t (rope (line 437)), kv+29360128 1024*t (K cache layer 7), kv+31457280 1024*t (V cache layer 7) */
+  /* stage 38/85: attention -- attention layer 7 (line 440)
    * work: 8 kv heads x 4-head passes x T units, positions split across the blocks; tiles of 256; smem 44544 bytes
    * nodes: 181; items: 8*t, one block each; flops: 8192*att; sync: flow
    * smem: q_s 0+1024, sc2 1024+8192, stat 9216+64, red 9280+16384, q_tile 0+17408, k_tile 17408+8704, v_tile 26112+9216, p_tile 35328+9216
-   * reads: scratch+262144 8192*t (rope (line 414)), kv+29360128 1024*ctx (K cache layer 7), kv+31457280 1024*ctx (V cache layer 7)
-   * writes: scratch+524288 8192*t (attention layer 7 (line 417)) */
-  /* stage 39/85: matvec_residual -- matmul blk.7.attn_output.weight (line 422), add (line 451)
+   * reads: scratch+262144 8192*t (rope (line 437)), kv+29360128 1024*ctx (K cache layer 7), kv+31457280 1024*ctx (V cache layer 7)
+   * writes: scratch+524288 8192*t (attention layer 7 (line 440)) */
+  /* stage 39/85: matvec_residual -- matmul blk.7.attn_output.weight (line 445), add (line 475)
    * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 183 184; items: 2048, one warp each; flops: 8388608*t; sync: flow
    * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
-   * reads: weights+694712320 8388608 (blk.7.attn_output.weight), scratch+524288 8192*t (attention layer 7 (line 417)), scratch+0 8192*t (add (line 451))
-   * writes: scratch+0 8192*t (add (line 451)) */
-  /* stage 40/85: gate_up_swiglu -- rmsnorm blk.7.ffn_norm.weight (line 453), matmul blk.7.ffn_gate.weight (line 441), matmul blk.7.ffn_up.weight (line 442), swiglu (line 443)
+   * reads: weights+694712320 8388608 (blk.7.attn_output.weight), scratch+524288 8192*t (attention layer 7 (line 440)), scratch+0 8192*t (add (line 475))
+   * writes: scratch+0 8192*t (add (line 475)) */
+  /* stage 40/85: gate_up_swiglu -- rmsnorm blk.7.ffn_norm.weight (line 477), matmul blk.7.ffn_gate.weight (line 464), matmul blk.7.ffn_up.weight (line 465), swiglu (line 466)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 39872 bytes
    * nodes: 186 188 190 191; items: 8192, one warp each; flops: 67108864*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+1680, a_tile 1728+9216, w_tile 10944+9216, c_tile 20160+17408, ssq 37568+2048, inv_tile 39616+256
-   * reads: weights+698908672 33554432 (blk.7.ffn_gate.weight), weights+715685888 33554432 (blk.7.ffn_up.weight), scratch+0 8192*t (add (line 451)), weights+698906624 4096 (blk.7.ffn_norm.weight)
-   * writes: scratch+786432 32768*t (swiglu (line 443)) */
-  /* stage 41/85: matvec_residual -- matmul blk.7.ffn_down.weight (line 443), add (line 454)
+   * reads: weights+698908672 33554432 (blk.7.ffn_gate.weight), weights+715685888 33554432 (blk.7.ffn_up.weight), scratch+0 8192*t (add (line 475)), weights+698906624 4096 (blk.7.ffn_norm.weight)
+   * writes: scratch+786432 32768*t (swiglu (line 466)) */
+  /* stage 41/85: matvec_residual -- matmul blk.7.ffn_down.weight (line 466), add (line 478)
    * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 193 194; items: 2048, one warp each; flops: 33554432*t; sync: flow
    * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
-   * reads: weights+732463104 33554432 (blk.7.ffn_down.weight), scratch+786432 32768*t (swiglu (line 443)), scratch+0 8192*t (add (line 454))
-   * writes: scratch+0 8192*t (add (line 454)) */
-  /* stage 42/85: qkv_rope -- rmsnorm blk.8.attn_norm.weight (line 450), matmul blk.8.attn_q.weight (line 403), matmul blk.8.attn_k.weight (line 404), matmul blk.8.attn_v.weight (line 405), rope (line 414), rope (line 415)
+   * reads: weights+732463104 33554432 (blk.7.ffn_down.weight), scratch+786432 32768*t (swiglu (line 466)), scratch+0 8192*t (add (line 478))
+   * writes: scratch+0 8192*t (add (line 478)) */
+  /* stage 42/85: qkv_rope -- rmsnorm blk.8.attn_norm.weight (line 474), matmul blk.8.attn_q.weight (line 426), matmul blk.8.attn_k.weight (line 427), matmul blk.8.attn_v.weight (line 428), rope (line 437), rope (line 438)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 39072 bytes
    * nodes: 196 198 201 204 199 202; items: 1536, one warp each; flops: 12582912*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+880, a_tile 928+9216, w_tile 10144+9216, c_tile 19360+17408, ssq 36768+2048, inv_tile 38816+256
-   * reads: weights+749242368 8388608 (blk.8.attn_q.weight), weights+753436672 2097152 (blk.8.attn_k.weight), weights+754485248 2097152 (blk.8.attn_v.weight), scratch+0 8192*t (add (line 454)), weights+749240320 4096 (blk.8.attn_norm.weight)
-   * writes: scratch+262144 8192*t (rope (line 414)), kv+33554432 1024*t (K cache layer 8), kv+35651584 1024*t (V cache layer 8) */
-  /* stage 43/85: attention -- attention layer 8 (line 417)
+   * reads: weights+749242368 8388608 (blk.8.attn_q.weight), weights+753436672 2097152 (blk.8.attn_k.weight), weights+754485248 2097152 (blk.8.attn_v.weight), scratch+0 8192*t (add (line 478)), weights+749240320 4096 (blk.8.attn_norm.weight)
+   * writes: scratch+262144 8192*t (rope (line 437)), kv+33554432 1024*t (K cache layer 8), kv+35651584 1024*t (V cache layer 8) */
+  /* stage 43/85: attention -- attention layer 8 (line 440)
    * work: 8 kv heads x 4-head passes x T units, positions split across the blocks; tiles of 256; smem 44544 bytes
    * nodes: 205; items: 8*t, one block each; flops: 8192*att; sync: flow
    * smem: q_s 0+1024, sc2 1024+8192, stat 9216+64, red 9280+16384, q_tile 0+17408, k_tile 17408+8704, v_tile 26112+9216, p_tile 35328+9216
-   * reads: scratch+262144 8192*t (rope (line 414)), kv+33554432 1024*ctx (K cache layer 8), kv+35651584 1024*ctx (V cache layer 8)
-   * writes: scratch+524288 8192*t (attention layer 8 (line 417)) */
-  /* stage 44/85: matvec_residual -- matmul blk.8.attn_output.weight (line 422), add (line 451)
+   * reads: scratch+262144 8192*t (rope (line 437)), kv+33554432 1024*ctx (K cache layer 8), kv+35651584 1024*ctx (V cache layer 8)
+   * writes: scratch+524288 8192*t (attention layer 8 (line 440)) */
+  /* stage 44/85: matvec_residual -- matmul blk.8.attn_output.weight (line 445), add (line 475)
    * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 207 208; items: 2048, one warp each; flops: 8388608*t; sync: flow
    * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
-   * reads: weights+755533824 8388608 (blk.8.attn_output.weight), scratch+524288 8192*t (attention layer 8 (line 417)), scratch+0 8192*t (add (line 451))
-   * writes: scratch+0 8192*t (add (line 451)) */
-  /* stage 45/85: gate_up_swiglu -- rmsnorm blk.8.ffn_norm.weight (line 453), matmul blk.8.ffn_gate.weight (line 441), matmul blk.8.ffn_up.weight (line 442), swiglu (line 443)
+   * reads: weights+755533824 8388608 (blk.8.attn_output.weight), scratch+524288 8192*t (attention layer 8 (line 440)), scratch+0 8192*t (add (line 475))
+   * writes: scratch+0 8192*t (add (line 475)) */
+  /* stage 45/85: gate_up_swiglu -- rmsnorm blk.8.ffn_norm.weight (line 477), matmul blk.8.ffn_gate.weight (line 464), matmul blk.8.ffn_up.weight (line 465), swiglu (line 466)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 39872 bytes
    * nodes: 210 212 214 215; items: 8192, one warp each; flops: 67108864*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+1680, a_tile 1728+9216, w_tile 10944+9216, c_tile 20160+17408, ssq 37568+2048, inv_tile 39616+256
-   * reads: weights+759730176 33554432 (blk.8.ffn_gate.weight), weights+776507392 33554432 (blk.8.ffn_up.weight), scratch+0 8192*t (add (line 451)), weights+759728128 4096 (blk.8.ffn_norm.weight)
-   * writes: scratch+786432 32768*t (swiglu (line 443)) */
-  /* stage 46/85: matvec_residual -- matmul blk.8.ffn_down.weight (line 443), add (line 454)
+   * reads: weights+759730176 33554432 (blk.8.ffn_gate.weight), weights+776507392 33554432 (blk.8.ffn_up.weight), scratch+0 8192*t (add (line 475)), weights+759728128 4096 (blk.8.ffn_norm.weight)
+   * writes: scratch+786432 32768*t (swiglu (line 466)) */
+  /* stage 46/85: matvec_residual -- matmul blk.8.ffn_down.weight (line 466), add (line 478)
    * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 217 218; items: 2048, one warp each; flops: 33554432*t; sync: flow
    * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
-   * reads: weights+793284608 33554432 (blk.8.ffn_down.weight), scratch+786432 32768*t (swiglu (line 443)), scratch+0 8192*t (add (line 454))
-   * writes: scratch+0 8192*t (add (line 454)) */
-  /* stage 47/85: qkv_rope -- rmsnorm blk.9.attn_norm.weight (line 450), matmul blk.9.attn_q.weight (line 403), matmul blk.9.attn_k.weight (line 404), matmul blk.9.attn_v.weight (line 405), rope (line 414), rope (line 415)
+   * reads: weights+793284608 33554432 (blk.8.ffn_down.weight), scratch+786432 32768*t (swiglu (line 466)), scratch+0 8192*t (add (line 478))
+   * writes: scratch+0 8192*t (add (line 478)) */
+  /* stage 47/85: qkv_rope -- rmsnorm blk.9.attn_norm.weight (line 474), matmul blk.9.attn_q.weight (line 426), matmul blk.9.attn_k.weight (line 427), matmul blk.9.attn_v.weight (line 428), rope (line 437), rope (line 438)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 39072 bytes
    * nodes: 220 222 225 228 223 226; items: 1536, one warp each; flops: 12582912*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+880, a_tile 928+9216, w_tile 10144+9216, c_tile 19360+17408, ssq 36768+2048, inv_tile 38816+256
-   * reads: weights+810063872 8388608 (blk.9.attn_q.weight), weights+814258176 2097152 (blk.9.attn_k.weight), weights+815306752 2097152 (blk.9.attn_v.weight), scratch+0 8192*t (add (line 454)), weights+810061824 4096 (blk.9.attn_norm.weight)
-   * writes: scratch+262144 8192*t (rope (line 414)), kv+37748736 1024*t (K cache layer 9), kv+39845888 1024*t (V cache layer 9) */
-  /* stage 48/85: attention -- attention layer 9 (line 417)
+   * reads: weights+810063872 8388608 (blk.9.attn_q.weight), weights+814258176 2097152 (blk.9.attn_k.weight), weights+815306752 2097152 (blk.9.attn_v.weight), scratch+0 8192*t (add (line 478)), weights+810061824 4096 (blk.9.attn_norm.weight)
+   * writes: scratch+262144 8192*t (rope (line 437)), kv+37748736 1024*t (K cache layer 9), kv+39845888 1024*t (V cache layer 9) */
+  /* stage 48/85: attention -- attention layer 9 (line 440)
    * work: 8 kv heads x 4-head passes x T units, positions split across the blocks; tiles of 256; smem 44544 bytes
    * nodes: 229; items: 8*t, one block each; flops: 8192*att; sync: flow
    * smem: q_s 0+1024, sc2 1024+8192, stat 9216+64, red 9280+16384, q_tile 0+17408, k_tile 17408+8704, v_tile 26112+9216, p_tile 35328+9216
-   * reads: scratch+262144 8192*t (rope (line 414)), kv+37748736 1024*ctx (K cache layer 9), kv+39845888 1024*ctx (V cache layer 9)
-   * writes: scratch+524288 8192*t (attention layer 9 (line 417)) */
-  /* stage 49/85: matvec_residual -- matmul blk.9.attn_output.weight (line 422), add (line 451)
+   * reads: scratch+262144 8192*t (rope (line 437)), kv+37748736 1024*ctx (K cache layer 9), kv+39845888 1024*ctx (V cache layer 9)
+   * writes: scratch+524288 8192*t (attention layer 9 (line 440)) */
+  /* stage 49/85: matvec_residual -- matmul blk.9.attn_output.weight (line 445), add (line 475)
    * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 231 232; items: 2048, one warp each; flops: 8388608*t; sync: flow
    * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
-   * reads: weights+816355328 8388608 (blk.9.attn_output.weight), scratch+524288 8192*t (attention layer 9 (line 417)), scratch+0 8192*t (add (line 451))
-   * writes: scratch+0 8192*t (add (line 451)) */
-  /* stage 50/85: gate_up_swiglu -- rmsnorm blk.9.ffn_norm.weight (line 453), matmul blk.9.ffn_gate.weight (line 441), matmul blk.9.ffn_up.weight (line 442), swiglu (line 443)
+   * reads: weights+816355328 8388608 (blk.9.attn_output.weight), scratch+524288 8192*t (attention layer 9 (line 440)), scratch+0 8192*t (add (line 475))
+   * writes: scratch+0 8192*t (add (line 475)) */
+  /* stage 50/85: gate_up_swiglu -- rmsnorm blk.9.ffn_norm.weight (line 477), matmul blk.9.ffn_gate.weight (line 464), matmul blk.9.ffn_up.weight (line 465), swiglu (line 466)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 39872 bytes
    * nodes: 234 236 238 239; items: 8192, one warp each; flops: 67108864*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+1680, a_tile 1728+9216, w_tile 10944+9216, c_tile 20160+17408, ssq 37568+2048, inv_tile 39616+256
-   * reads: weights+820551680 33554432 (blk.9.ffn_gate.weight), weights+837328896 33554432 (blk.9.ffn_up.weight), scratch+0 8192*t (add (line 451)), weights+820549632 4096 (blk.9.ffn_norm.weight)
-   * writes: scratch+786432 32768*t (swiglu (line 443)) */
-  /* stage 51/85: matvec_residual -- matmul blk.9.ffn_down.weight (line 443), add (line 454)
+   * reads: weights+820551680 33554432 (blk.9.ffn_gate.weight), weights+837328896 33554432 (blk.9.ffn_up.weight), scratch+0 8192*t (add (line 475)), weights+820549632 4096 (blk.9.ffn_norm.weight)
+   * writes: scratch+786432 32768*t (swiglu (line 466)) */
+  /* stage 51/85: matvec_residual -- matmul blk.9.ffn_down.weight (line 466), add (line 478)
    * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 241 242; items: 2048, one warp each; flops: 33554432*t; sync: flow
    * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
-   * reads: weights+854106112 33554432 (blk.9.ffn_down.weight), scratch+786432 32768*t (swiglu (line 443)), scratch+0 8192*t (add (line 454))
-   * writes: scratch+0 8192*t (add (line 454)) */
-  /* stage 52/85: qkv_rope -- rmsnorm blk.10.attn_norm.weight (line 450), matmul blk.10.attn_q.weight (line 403), matmul blk.10.attn_k.weight (line 404), matmul blk.10.attn_v.weight (line 405), rope (line 414), rope (line 415)
+   * reads: weights+854106112 33554432 (blk.9.ffn_down.weight), scratch+786432 32768*t (swiglu (line 466)), scratch+0 8192*t (add (line 478))
+   * writes: scratch+0 8192*t (add (line 478)) */
+  /* stage 52/85: qkv_rope -- rmsnorm blk.10.attn_norm.weight (line 474), matmul blk.10.attn_q.weight (line 426), matmul blk.10.attn_k.weight (line 427), matmul blk.10.attn_v.weight (line 428), rope (line 437), rope (line 438)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 39072 bytes
    * nodes: 244 246 249 252 247 250; items: 1536, one warp each; flops: 12582912*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+880, a_tile 928+9216, w_tile 10144+9216, c_tile 19360+17408, ssq 36768+2048, inv_tile 38816+256
-   * reads: weights+870885376 8388608 (blk.10.attn_q.weight), weights+875079680 2097152 (blk.10.attn_k.weight), weights+876128256 2097152 (blk.10.attn_v.weight), scratch+0 8192*t (add (line 454)), weights+870883328 4096 (blk.10.attn_norm.weight)
-   * writes: scratch+262144 8192*t (rope (line 414)), kv+41943040 1024*t (K cache layer 10), kv+44040192 1024*t (V cache layer 10) */
-  /* stage 53/85: attention -- attention layer 10 (line 417)
+   * reads: weights+870885376 8388608 (blk.10.attn_q.weight), weights+875079680 2097152 (blk.10.attn_k.weight), weights+876128256 2097152 (blk.10.attn_v.weight), scratch+0 8192*t (add (line 478)), weights+870883328 4096 (blk.10.attn_norm.weight)
+   * writes: scratch+262144 8192*t (rope (line 437)), kv+41943040 1024*t (K cache layer 10), kv+44040192 1024*t (V cache layer 10) */
+  /* stage 53/85: attention -- attention layer 10 (line 440)
    * work: 8 kv heads x 4-head passes x T units, positions split across the blocks; tiles of 256; smem 44544 bytes
    * nodes: 253; items: 8*t, one block each; flops: 8192*att; sync: flow
    * smem: q_s 0+1024, sc2 1024+8192, stat 9216+64, red 9280+16384, q_tile 0+17408, k_tile 17408+8704, v_tile 26112+9216, p_tile 35328+9216
-   * reads: scratch+262144 8192*t (rope (line 414)), kv+41943040 1024*ctx (K cache layer 10), kv+44040192 1024*ctx (V cache layer 10)
-   * writes: scratch+524288 8192*t (attention layer 10 (line 417)) */
-  /* stage 54/85: matvec_residual -- matmul blk.10.attn_output.weight (line 422), add (line 451)
+   * reads: scratch+262144 8192*t (rope (line 437)), kv+41943040 1024*ctx (K cache layer 10), kv+44040192 1024*ctx (V cache layer 10)
+   * writes: scratch+524288 8192*t (attention layer 10 (line 440)) */
+  /* stage 54/85: matvec_residual -- matmul blk.10.attn_output.weight (line 445), add (line 475)
    * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 255 256; items: 2048, one warp each; flops: 8388608*t; sync: flow
    * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
-   * reads: weights+877176832 8388608 (blk.10.attn_output.weight), scratch+524288 8192*t (attention layer 10 (line 417)), scratch+0 8192*t (add (line 451))
-   * writes: scratch+0 8192*t (add (line 451)) */
-  /* stage 55/85: gate_up_swiglu -- rmsnorm blk.10.ffn_norm.weight (line 453), matmul blk.10.ffn_gate.weight (line 441), matmul blk.10.ffn_up.weight (line 442), swiglu (line 443)
+   * reads: weights+877176832 8388608 (blk.10.attn_output.weight), scratch+524288 8192*t (attention layer 10 (line 440)), scratch+0 8192*t (add (line 475))
+   * writes: scratch+0 8192*t (add (line 475)) */
+  /* stage 55/85: gate_up_swiglu -- rmsnorm blk.10.ffn_norm.weight (line 477), matmul blk.10.ffn_gate.weight (line 464), matmul blk.10.ffn_up.weight (line 465), swiglu (line 466)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 39872 bytes
    * nodes: 258 260 262 263; items: 8192, one warp each; flops: 67108864*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+1680, a_tile 1728+9216, w_tile 10944+9216, c_tile 20160+17408, ssq 37568+2048, inv_tile 39616+256
-   * reads: weights+881373184 33554432 (blk.10.ffn_gate.weight), weights+898150400 33554432 (blk.10.ffn_up.weight), scratch+0 8192*t (add (line 451)), weights+881371136 4096 (blk.10.ffn_norm.weight)
-   * writes: scratch+786432 32768*t (swiglu (line 443)) */
-  /* stage 56/85: matvec_residual -- matmul blk.10.ffn_down.weight (line 443), add (line 454)
+   * reads: weights+881373184 33554432 (blk.10.ffn_gate.weight), weights+898150400 33554432 (blk.10.ffn_up.weight), scratch+0 8192*t (add (line 475)), weights+881371136 4096 (blk.10.ffn_norm.weight)
+   * writes: scratch+786432 32768*t (swiglu (line 466)) */
+  /* stage 56/85: matvec_residual -- matmul blk.10.ffn_down.weight (line 466), add (line 478)
    * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 265 266; items: 2048, one warp each; flops: 33554432*t; sync: flow
    * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
-   * reads: weights+914927616 33554432 (blk.10.ffn_down.weight), scratch+786432 32768*t (swiglu (line 443)), scratch+0 8192*t (add (line 454))
-   * writes: scratch+0 8192*t (add (line 454)) */
-  /* stage 57/85: qkv_rope -- rmsnorm blk.11.attn_norm.weight (line 450), matmul blk.11.attn_q.weight (line 403), matmul blk.11.attn_k.weight (line 404), matmul blk.11.attn_v.weight (line 405), rope (line 414), rope (line 415)
+   * reads: weights+914927616 33554432 (blk.10.ffn_down.weight), scratch+786432 32768*t (swiglu (line 466)), scratch+0 8192*t (add (line 478))
+   * writes: scratch+0 8192*t (add (line 478)) */
+  /* stage 57/85: qkv_rope -- rmsnorm blk.11.attn_norm.weight (line 474), matmul blk.11.attn_q.weight (line 426), matmul blk.11.attn_k.weight (line 427), matmul blk.11.attn_v.weight (line 428), rope (line 437), rope (line 438)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 39072 bytes
    * nodes: 268 270 273 276 271 274; items: 1536, one warp each; flops: 12582912*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+880, a_tile 928+9216, w_tile 10144+9216, c_tile 19360+17408, ssq 36768+2048, inv_tile 38816+256
-   * reads: weights+931706880 8388608 (blk.11.attn_q.weight), weights+935901184 2097152 (blk.11.attn_k.weight), weights+936949760 2097152 (blk.11.attn_v.weight), scratch+0 8192*t (add (line 454)), weights+931704832 4096 (blk.11.attn_norm.weight)
-   * writes: scratch+262144 8192*t (rope (line 414)), kv+46137344 1024*t (K cache layer 11), kv+48234496 1024*t (V cache layer 11) */
-  /* stage 58/85: attention -- attention layer 11 (line 417)
+   * reads: weights+931706880 8388608 (blk.11.attn_q.weight), weights+935901184 2097152 (blk.11.attn_k.weight), weights+936949760 2097152 (blk.11.attn_v.weight), scratch+0 8192*t (add (line 478)), weights+931704832 4096 (blk.11.attn_norm.weight)
+   * writes: scratch+262144 8192*t (rope (line 437)), kv+46137344 1024*t (K cache layer 11), kv+48234496 1024*t (V cache layer 11) */
+  /* stage 58/85: attention -- attention layer 11 (line 440)
    * work: 8 kv heads x 4-head passes x T units, positions split across the blocks; tiles of 256; smem 44544 bytes
    * nodes: 277; items: 8*t, one block each; flops: 8192*att; sync: flow
    * smem: q_s 0+1024, sc2 1024+8192, stat 9216+64, red 9280+16384, q_tile 0+17408, k_tile 17408+8704, v_tile 26112+9216, p_tile 35328+9216
-   * reads: scratch+262144 8192*t (rope (line 414)), kv+46137344 1024*ctx (K cache layer 11), kv+48234496 1024*ctx (V cache layer 11)
-   * writes: scratch+524288 8192*t (attention layer 11 (line 417)) */
-  /* stage 59/85: matvec_residual -- matmul blk.11.attn_output.weight (line 422), add (line 451)
+   * reads: scratch+262144 8192*t (rope (line 437)), kv+46137344 1024*ctx (K cache layer 11), kv+48234496 1024*ctx (V cache layer 11)
+   * writes: scratch+524288 8192*t (attention layer 11 (line 440)) */
+  /* stage 59/85: matvec_residual -- matmul blk.11.attn_output.weight (line 445), add (line 475)
    * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 279 280; items: 2048, one warp each; flops: 8388608*t; sync: flow
    * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
-   * reads: weights+937998336 8388608 (blk.11.attn_output.weight), scratch+524288 8192*t (attention layer 11 (line 417)), scratch+0 8192*t (add (line 451))
-   * writes: scratch+0 8192*t (add (line 451)) */
-  /* stage 60/85: gate_up_swiglu -- rmsnorm blk.11.ffn_norm.weight (line 453), matmul blk.11.ffn_gate.weight (line 441), matmul blk.11.ffn_up.weight (line 442), swiglu (line 443)
+   * reads: weights+937998336 8388608 (blk.11.attn_output.weight), scratch+524288 8192*t (attention layer 11 (line 440)), scratch+0 8192*t (add (line 475))
+   * writes: scratch+0 8192*t (add (line 475)) */
+  /* stage 60/85: gate_up_swiglu -- rmsnorm blk.11.ffn_norm.weight (line 477), matmul blk.11.ffn_gate.weight (line 464), matmul blk.11.ffn_up.weight (line 465), swiglu (line 466)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 39872 bytes
    * nodes: 282 284 286 287; items: 8192, one warp each; flops: 67108864*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+1680, a_tile 1728+9216, w_tile 10944+9216, c_tile 20160+17408, ssq 37568+2048, inv_tile 39616+256
-   * reads: weights+942194688 33554432 (blk.11.ffn_gate.weight), weights+958971904 33554432 (blk.11.ffn_up.weight), scratch+0 8192*t (add (line 451)), weights+942192640 4096 (blk.11.ffn_norm.weight)
-   * writes: scratch+786432 32768*t (swiglu (line 443)) */
-  /* stage 61/85: matvec_residual -- matmul blk.11.ffn_down.weight (line 443), add (line 454)
+   * reads: weights+942194688 33554432 (blk.11.ffn_gate.weight), weights+958971904 33554432 (blk.11.ffn_up.weight), scratch+0 8192*t (add (line 475)), weights+942192640 4096 (blk.11.ffn_norm.weight)
+   * writes: scratch+786432 32768*t (swiglu (line 466)) */
+  /* stage 61/85: matvec_residual -- matmul blk.11.ffn_down.weight (line 466), add (line 478)
    * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 289 290; items: 2048, one warp each; flops: 33554432*t; sync: flow
    * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
-   * reads: weights+975749120 33554432 (blk.11.ffn_down.weight), scratch+786432 32768*t (swiglu (line 443)), scratch+0 8192*t (add (line 454))
-   * writes: scratch+0 8192*t (add (line 454)) */
-  /* stage 62/85: qkv_rope -- rmsnorm blk.12.attn_norm.weight (line 450), matmul blk.12.attn_q.weight (line 403), matmul blk.12.attn_k.weight (line 404), matmul blk.12.attn_v.weight (line 405), rope (line 414), rope (line 415)
+   * reads: weights+975749120 33554432 (blk.11.ffn_down.weight), scratch+786432 32768*t (swiglu (line 466)), scratch+0 8192*t (add (line 478))
+   * writes: scratch+0 8192*t (add (line 478)) */
+  /* stage 62/85: qkv_rope -- rmsnorm blk.12.attn_norm.weight (line 474), matmul blk.12.attn_q.weight (line 426), matmul blk.12.attn_k.weight (line 427), matmul blk.12.attn_v.weight (line 428), rope (line 437), rope (line 438)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 39072 bytes
    * nodes: 292 294 297 300 295 298; items: 1536, one warp each; flops: 12582912*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+880, a_tile 928+9216, w_tile 10144+9216, c_tile 19360+17408, ssq 36768+2048, inv_tile 38816+256
-   * reads: weights+992528384 8388608 (blk.12.attn_q.weight), weights+996722688 2097152 (blk.12.attn_k.weight), weights+997771264 2097152 (blk.12.attn_v.weight), scratch+0 8192*t (add (line 454)), weights+992526336 4096 (blk.12.attn_norm.weight)
-   * writes: scratch+262144 8192*t (rope (line 414)), kv+50331648 1024*t (K cache layer 12), kv+52428800 1024*t (V cache layer 12) */
-  /* stage 63/85: attention -- attention layer 12 (line 417)
+   * reads: weights+992528384 8388608 (blk.12.attn_q.weight), weights+996722688 2097152 (blk.12.attn_k.weight), weights+997771264 2097152 (blk.12.attn_v.weight), scratch+0 8192*t (add (line 478)), weights+992526336 4096 (blk.12.attn_norm.weight)
+   * writes: scratch+262144 8192*t (rope (line 437)), kv+50331648 1024*t (K cache layer 12), kv+52428800 1024*t (V cache layer 12) */
+  /* stage 63/85: attention -- attention layer 12 (line 440)
    * work: 8 kv heads x 4-head passes x T units, positions split across the blocks; tiles of 256; smem 44544 bytes
    * nodes: 301; items: 8*t, one block each; flops: 8192*att; sync: flow
    * smem: q_s 0+1024, sc2 1024+8192, stat 9216+64, red 9280+16384, q_tile 0+17408, k_tile 17408+8704, v_tile 26112+9216, p_tile 35328+9216
-   * reads: scratch+262144 8192*t (rope (line 414)), kv+50331648 1024*ctx (K cache layer 12), kv+52428800 1024*ctx (V cache layer 12)
-   * writes: scratch+524288 8192*t (attention layer 12 (line 417)) */
-  /* stage 64/85: matvec_residual -- matmul blk.12.attn_output.weight (line 422), add (line 451)
+   * reads: scratch+262144 8192*t (rope (line 437)), kv+50331648 1024*ctx (K cache layer 12), kv+52428800 1024*ctx (V cache layer 12)
+   * writes: scratch+524288 8192*t (attention layer 12 (line 440)) */
+  /* stage 64/85: matvec_residual -- matmul blk.12.attn_output.weight (line 445), add (line 475)
    * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 303 304; items: 2048, one warp each; flops: 8388608*t; sync: flow
    * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
-   * reads: weights+998819840 8388608 (blk.12.attn_output.weight), scratch+524288 8192*t (attention layer 12 (line 417)), scratch+0 8192*t (add (line 451))
-   * writes: scratch+0 8192*t (add (line 451)) */
-  /* stage 65/85: gate_up_swiglu -- rmsnorm blk.12.ffn_norm.weight (line 453), matmul blk.12.ffn_gate.weight (line 441), matmul blk.12.ffn_up.weight (line 442), swiglu (line 443)
+   * reads: weights+998819840 8388608 (blk.12.attn_output.weight), scratch+524288 8192*t (attention layer 12 (line 440)), scratch+0 8192*t (add (line 475))
+   * writes: scratch+0 8192*t (add (line 475)) */
+  /* stage 65/85: gate_up_swiglu -- rmsnorm blk.12.ffn_norm.weight (line 477), matmul blk.12.ffn_gate.weight (line 464), matmul blk.12.ffn_up.weight (line 465), swiglu (line 466)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 39872 bytes
    * nodes: 306 308 310 311; items: 8192, one warp each; flops: 67108864*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+1680, a_tile 1728+9216, w_tile 10944+9216, c_tile 20160+17408, ssq 37568+2048, inv_tile 39616+256
-   * reads: weights+1003016192 33554432 (blk.12.ffn_gate.weight), weights+1019793408 33554432 (blk.12.ffn_up.weight), scratch+0 8192*t (add (line 451)), weights+1003014144 4096 (blk.12.ffn_norm.weight)
-   * writes: scratch+786432 32768*t (swiglu (line 443)) */
-  /* stage 66/85: matvec_residual -- matmul blk.12.ffn_down.weight (line 443), add (line 454)
+   * reads: weights+1003016192 33554432 (blk.12.ffn_gate.weight), weights+1019793408 33554432 (blk.12.ffn_up.weight), scratch+0 8192*t (add (line 475)), weights+1003014144 4096 (blk.12.ffn_norm.weight)
+   * writes: scratch+786432 32768*t (swiglu (line 466)) */
+  /* stage 66/85: matvec_residual -- matmul blk.12.ffn_down.weight (line 466), add (line 478)
    * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 313 314; items: 2048, one warp each; flops: 33554432*t; sync: flow
    * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
-   * reads: weights+1036570624 33554432 (blk.12.ffn_down.weight), scratch+786432 32768*t (swiglu (line 443)), scratch+0 8192*t (add (line 454))
-   * writes: scratch+0 8192*t (add (line 454)) */
-  /* stage 67/85: qkv_rope -- rmsnorm blk.13.attn_norm.weight (line 450), matmul blk.13.attn_q.weight (line 403), matmul blk.13.attn_k.weight (line 404), matmul blk.13.attn_v.weight (line 405), rope (line 414), rope (line 415)
+   * reads: weights+1036570624 33554432 (blk.12.ffn_down.weight), scratch+786432 32768*t (swiglu (line 466)), scratch+0 8192*t (add (line 478))
+   * writes: scratch+0 8192*t (add (line 478)) */
+  /* stage 67/85: qkv_rope -- rmsnorm blk.13.attn_norm.weight (line 474), matmul blk.13.attn_q.weight (line 426), matmul blk.13.attn_k.weight (line 427), matmul blk.13.attn_v.weight (line 428), rope (line 437), rope (line 438)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 39072 bytes
    * nodes: 316 318 321 324 319 322; items: 1536, one warp each; flops: 12582912*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+880, a_tile 928+9216, w_tile 10144+9216, c_tile 19360+17408, ssq 36768+2048, inv_tile 38816+256
-   * reads: weights+1053349888 8388608 (blk.13.attn_q.weight), weights+1057544192 2097152 (blk.13.attn_k.weight), weights+1058592768 2097152 (blk.13.attn_v.weight), scratch+0 8192*t (add (line 454)), weights+1053347840 4096 (blk.13.attn_norm.weight)
-   * writes: scratch+262144 8192*t (rope (line 414)), kv+54525952 1024*t (K cache layer 13), kv+56623104 1024*t (V cache layer 13) */
-  /* stage 68/85: attention -- attention layer 13 (line 417)
+   * reads: weights+1053349888 8388608 (blk.13.attn_q.weight), weights+1057544192 2097152 (blk.13.attn_k.weight), weights+1058592768 2097152 (blk.13.attn_v.weight), scratch+0 8192*t (add (line 478)), weights+1053347840 4096 (blk.13.attn_norm.weight)
+   * writes: scratch+262144 8192*t (rope (line 437)), kv+54525952 1024*t (K cache layer 13), kv+56623104 1024*t (V cache layer 13) */
+  /* stage 68/85: attention -- attention layer 13 (line 440)
    * work: 8 kv heads x 4-head passes x T units, positions split across the blocks; tiles of 256; smem 44544 bytes
    * nodes: 325; items: 8*t, one block each; flops: 8192*att; sync: flow
    * smem: q_s 0+1024, sc2 1024+8192, stat 9216+64, red 9280+16384, q_tile 0+17408, k_tile 17408+8704, v_tile 26112+9216, p_tile 35328+9216
-   * reads: scratch+262144 8192*t (rope (line 414)), kv+54525952 1024*ctx (K cache layer 13), kv+56623104 1024*ctx (V cache layer 13)
-   * writes: scratch+524288 8192*t (attention layer 13 (line 417)) */
-  /* stage 69/85: matvec_residual -- matmul blk.13.attn_output.weight (line 422), add (line 451)
+   * reads: scratch+262144 8192*t (rope (line 437)), kv+54525952 1024*ctx (K cache layer 13), kv+56623104 1024*ctx (V cache layer 13)
+   * writes: scratch+524288 8192*t (attention layer 13 (line 440)) */
+  /* stage 69/85: matvec_residual -- matmul blk.13.attn_output.weight (line 445), add (line 475)
    * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 327 328; items: 2048, one warp each; flops: 8388608*t; sync: flow
    * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
-   * reads: weights+1059641344 8388608 (blk.13.attn_output.weight), scratch+524288 8192*t (attention layer 13 (line 417)), scratch+0 8192*t (add (line 451))
-   * writes: scratch+0 8192*t (add (line 451)) */
-  /* stage 70/85: gate_up_swiglu -- rmsnorm blk.13.ffn_norm.weight (line 453), matmul blk.13.ffn_gate.weight (line 441), matmul blk.13.ffn_up.weight (line 442), swiglu (line 443)
+   * reads: weights+1059641344 8388608 (blk.13.attn_output.weight), scratch+524288 8192*t (attention layer 13 (line 440)), scratch+0 8192*t (add (line 475))
+   * writes: scratch+0 8192*t (add (line 475)) */
+  /* stage 70/85: gate_up_swiglu -- rmsnorm blk.13.ffn_norm.weight (line 477), matmul blk.13.ffn_gate.weight (line 464), matmul blk.13.ffn_up.weight (line 465), swiglu (line 466)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 39872 bytes
    * nodes: 330 332 334 335; items: 8192, one warp each; flops: 67108864*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+1680, a_tile 1728+9216, w_tile 10944+9216, c_tile 20160+17408, ssq 37568+2048, inv_tile 39616+256
-   * reads: weights+1063837696 33554432 (blk.13.ffn_gate.weight), weights+1080614912 33554432 (blk.13.ffn_up.weight), scratch+0 8192*t (add (line 451)), weights+1063835648 4096 (blk.13.ffn_norm.weight)
-   * writes: scratch+786432 32768*t (swiglu (line 443)) */
-  /* stage 71/85: matvec_residual -- matmul blk.13.ffn_down.weight (line 443), add (line 454)
+   * reads: weights+1063837696 33554432 (blk.13.ffn_gate.weight), weights+1080614912 33554432 (blk.13.ffn_up.weight), scratch+0 8192*t (add (line 475)), weights+1063835648 4096 (blk.13.ffn_norm.weight)
+   * writes: scratch+786432 32768*t (swiglu (line 466)) */
+  /* stage 71/85: matvec_residual -- matmul blk.13.ffn_down.weight (line 466), add (line 478)
    * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 337 338; items: 2048, one warp each; flops: 33554432*t; sync: flow
    * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
-   * reads: weights+1097392128 33554432 (blk.13.ffn_down.weight), scratch+786432 32768*t (swiglu (line 443)), scratch+0 8192*t (add (line 454))
-   * writes: scratch+0 8192*t (add (line 454)) */
-  /* stage 72/85: qkv_rope -- rmsnorm blk.14.attn_norm.weight (line 450), matmul blk.14.attn_q.weight (line 403), matmul blk.14.attn_k.weight (line 404), matmul blk.14.attn_v.weight (line 405), rope (line 414), rope (line 415)
+   * reads: weights+1097392128 33554432 (blk.13.ffn_down.weight), scratch+786432 32768*t (swiglu (line 466)), scratch+0 8192*t (add (line 478))
+   * writes: scratch+0 8192*t (add (line 478)) */
+  /* stage 72/85: qkv_rope -- rmsnorm blk.14.attn_norm.weight (line 474), matmul blk.14.attn_q.weight (line 426), matmul blk.14.attn_k.weight (line 427), matmul blk.14.attn_v.weight (line 428), rope (line 437), rope (line 438)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 39072 bytes
    * nodes: 340 342 345 348 343 346; items: 1536, one warp each; flops: 12582912*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+880, a_tile 928+9216, w_tile 10144+9216, c_tile 19360+17408, ssq 36768+2048, inv_tile 38816+256
-   * reads: weights+1114171392 8388608 (blk.14.attn_q.weight), weights+1118365696 2097152 (blk.14.attn_k.weight), weights+1119414272 2097152 (blk.14.attn_v.weight), scratch+0 8192*t (add (line 454)), weights+1114169344 4096 (blk.14.attn_norm.weight)
-   * writes: scratch+262144 8192*t (rope (line 414)), kv+58720256 1024*t (K cache layer 14), kv+60817408 1024*t (V cache layer 14) */
-  /* stage 73/85: attention -- attention layer 14 (line 417)
+   * reads: weights+1114171392 8388608 (blk.14.attn_q.weight), weights+1118365696 2097152 (blk.14.attn_k.weight), weights+1119414272 2097152 (blk.14.attn_v.weight), scratch+0 8192*t (add (line 478)), weights+1114169344 4096 (blk.14.attn_norm.weight)
+   * writes: scratch+262144 8192*t (rope (line 437)), kv+58720256 1024*t (K cache layer 14), kv+60817408 1024*t (V cache layer 14) */
+  /* stage 73/85: attention -- attention layer 14 (line 440)
    * work: 8 kv heads x 4-head passes x T units, positions split across the blocks; tiles of 256; smem 44544 bytes
    * nodes: 349; items: 8*t, one block each; flops: 8192*att; sync: flow
    * smem: q_s 0+1024, sc2 1024+8192, stat 9216+64, red 9280+16384, q_tile 0+17408, k_tile 17408+8704, v_tile 26112+9216, p_tile 35328+9216
-   * reads: scratch+262144 8192*t (rope (line 414)), kv+58720256 1024*ctx (K cache layer 14), kv+60817408 1024*ctx (V cache layer 14)
-   * writes: scratch+524288 8192*t (attention layer 14 (line 417)) */
-  /* stage 74/85: matvec_residual -- matmul blk.14.attn_output.weight (line 422), add (line 451)
+   * reads: scratch+262144 8192*t (rope (line 437)), kv+58720256 1024*ctx (K cache layer 14), kv+60817408 1024*ctx (V cache layer 14)
+   * writes: scratch+524288 8192*t (attention layer 14 (line 440)) */
+  /* stage 74/85: matvec_residual -- matmul blk.14.attn_output.weight (line 445), add (line 475)
    * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 351 352; items: 2048, one warp each; flops: 8388608*t; sync: flow
    * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
-   * reads: weights+1120462848 8388608 (blk.14.attn_output.weight), scratch+524288 8192*t (attention layer 14 (line 417)), scratch+0 8192*t (add (line 451))
-   * writes: scratch+0 8192*t (add (line 451)) */
-  /* stage 75/85: gate_up_swiglu -- rmsnorm blk.14.ffn_norm.weight (line 453), matmul blk.14.ffn_gate.weight (line 441), matmul blk.14.ffn_up.weight (line 442), swiglu (line 443)
+   * reads: weights+1120462848 8388608 (blk.14.attn_output.weight), scratch+524288 8192*t (attention layer 14 (line 440)), scratch+0 8192*t (add (line 475))
+   * writes: scratch+0 8192*t (add (line 475)) */
+  /* stage 75/85: gate_up_swiglu -- rmsnorm blk.14.ffn_norm.weight (line 477), matmul blk.14.ffn_gate.weight (line 464), matmul blk.14.ffn_up.weight (line 465), swiglu (line 466)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 39872 bytes
    * nodes: 354 356 358 359; items: 8192, one warp each; flops: 67108864*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+1680, a_tile 1728+9216, w_tile 10944+9216, c_tile 20160+17408, ssq 37568+2048, inv_tile 39616+256
-   * reads: weights+1124659200 33554432 (blk.14.ffn_gate.weight), weights+1141436416 33554432 (blk.14.ffn_up.weight), scratch+0 8192*t (add (line 451)), weights+1124657152 4096 (blk.14.ffn_norm.weight)
-   * writes: scratch+786432 32768*t (swiglu (line 443)) */
-  /* stage 76/85: matvec_residual -- matmul blk.14.ffn_down.weight (line 443), add (line 454)
+   * reads: weights+1124659200 33554432 (blk.14.ffn_gate.weight), weights+1141436416 33554432 (blk.14.ffn_up.weight), scratch+0 8192*t (add (line 475)), weights+1124657152 4096 (blk.14.ffn_norm.weight)
+   * writes: scratch+786432 32768*t (swiglu (line 466)) */
+  /* stage 76/85: matvec_residual -- matmul blk.14.ffn_down.weight (line 466), add (line 478)
    * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 361 362; items: 2048, one warp each; flops: 33554432*t; sync: flow
    * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
-   * reads: weights+1158213632 33554432 (blk.14.ffn_down.weight), scratch+786432 32768*t (swiglu (line 443)), scratch+0 8192*t (add (line 454))
-   * writes: scratch+0 8192*t (add (line 454)) */
-  /* stage 77/85: qkv_rope -- rmsnorm blk.15.attn_norm.weight (line 450), matmul blk.15.attn_q.weight (line 403), matmul blk.15.attn_k.weight (line 404), matmul blk.15.attn_v.weight (line 405), rope (line 414), rope (line 415)
+   * reads: weights+1158213632 33554432 (blk.14.ffn_down.weight), scratch+786432 32768*t (swiglu (line 466)), scratch+0 8192*t (add (line 478))
+   * writes: scratch+0 8192*t (add (line 478)) */
+  /* stage 77/85: qkv_rope -- rmsnorm blk.15.attn_norm.weight (line 474), matmul blk.15.attn_q.weight (line 426), matmul blk.15.attn_k.weight (line 427), matmul blk.15.attn_v.weight (line 428), rope (line 437), rope (line 438)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 39072 bytes
    * nodes: 364 366 369 372 367 370; items: 1536, one warp each; flops: 12582912*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+880, a_tile 928+9216, w_tile 10144+9216, c_tile 19360+17408, ssq 36768+2048, inv_tile 38816+256
-   * reads: weights+1174992896 8388608 (blk.15.attn_q.weight), weights+1179187200 2097152 (blk.15.attn_k.weight), weights+1180235776 2097152 (blk.15.attn_v.weight), scratch+0 8192*t (add (line 454)), weights+1174990848 4096 (blk.15.attn_norm.weight)
-   * writes: scratch+262144 8192*t (rope (line 414)), kv+62914560 1024*t (K cache layer 15), kv+65011712 1024*t (V cache layer 15) */
-  /* stage 78/85: attention -- attention layer 15 (line 417)
+   * reads: weights+1174992896 8388608 (blk.15.attn_q.weight), weights+1179187200 2097152 (blk.15.attn_k.weight), weights+1180235776 2097152 (blk.15.attn_v.weight), scratch+0 8192*t (add (line 478)), weights+1174990848 4096 (blk.15.attn_norm.weight)
+   * writes: scratch+262144 8192*t (rope (line 437)), kv+62914560 1024*t (K cache layer 15), kv+65011712 1024*t (V cache layer 15) */
+  /* stage 78/85: attention -- attention layer 15 (line 440)
    * work: 8 kv heads x 4-head passes x T units, positions split across the blocks; tiles of 256; smem 44544 bytes
    * nodes: 373; items: 8*t, one block each; flops: 8192*att; sync: flow
    * smem: q_s 0+1024, sc2 1024+8192, stat 9216+64, red 9280+16384, q_tile 0+17408, k_tile 17408+8704, v_tile 26112+9216, p_tile 35328+9216
-   * reads: scratch+262144 8192*t (rope (line 414)), kv+62914560 1024*ctx (K cache layer 15), kv+65011712 1024*ctx (V cache layer 15)
-   * writes: scratch+524288 8192*t (attention layer 15 (line 417)) */
-  /* stage 79/85: matvec_residual -- matmul blk.15.attn_output.weight (line 422), add (line 451)
+   * reads: scratch+262144 8192*t (rope (line 437)), kv+62914560 1024*ctx (K cache layer 15), kv+65011712 1024*ctx (V cache layer 15)
+   * writes: scratch+524288 8192*t (attention layer 15 (line 440)) */
+  /* stage 79/85: matvec_residual -- matmul blk.15.attn_output.weight (line 445), add (line 475)
    * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 375 376; items: 2048, one warp each; flops: 8388608*t; sync: flow
    * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
-   * reads: weights+1181284352 8388608 (blk.15.attn_output.weight), scratch+524288 8192*t (attention layer 15 (line 417)), scratch+0 8192*t (add (line 451))
-   * writes: scratch+0 8192*t (add (line 451)) */
-  /* stage 80/85: gate_up_swiglu -- rmsnorm blk.15.ffn_norm.weight (line 453), matmul blk.15.ffn_gate.weight (line 441), matmul blk.15.ffn_up.weight (line 442), swiglu (line 443)
+   * reads: weights+1181284352 8388608 (blk.15.attn_output.weight), scratch+524288 8192*t (attention layer 15 (line 440)), scratch+0 8192*t (add (line 475))
+   * writes: scratch+0 8192*t (add (line 475)) */
+  /* stage 80/85: gate_up_swiglu -- rmsnorm blk.15.ffn_norm.weight (line 477), matmul blk.15.ffn_gate.weight (line 464), matmul blk.15.ffn_up.weight (line 465), swiglu (line 466)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 39872 bytes
    * nodes: 378 380 382 383; items: 8192, one warp each; flops: 67108864*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+1680, a_tile 1728+9216, w_tile 10944+9216, c_tile 20160+17408, ssq 37568+2048, inv_tile 39616+256
-   * reads: weights+1185480704 33554432 (blk.15.ffn_gate.weight), weights+1202257920 33554432 (blk.15.ffn_up.weight), scratch+0 8192*t (add (line 451)), weights+1185478656 4096 (blk.15.ffn_norm.weight)
-   * writes: scratch+786432 32768*t (swiglu (line 443)) */
-  /* stage 81/85: matvec_residual -- matmul blk.15.ffn_down.weight (line 443), add (line 454)
+   * reads: weights+1185480704 33554432 (blk.15.ffn_gate.weight), weights+1202257920 33554432 (blk.15.ffn_up.weight), scratch+0 8192*t (add (line 475)), weights+1185478656 4096 (blk.15.ffn_norm.weight)
+   * writes: scratch+786432 32768*t (swiglu (line 466)) */
+  /* stage 81/85: matvec_residual -- matmul blk.15.ffn_down.weight (line 466), add (line 478)
    * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 385 386; items: 2048, one warp each; flops: 33554432*t; sync: flow
    * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
-   * reads: weights+1219035136 33554432 (blk.15.ffn_down.weight), scratch+786432 32768*t (swiglu (line 443)), scratch+0 8192*t (add (line 454))
-   * writes: scratch+0 8192*t (add (line 454)) */
+   * reads: weights+1219035136 33554432 (blk.15.ffn_down.weight), scratch+786432 32768*t (swiglu (line 466)), scratch+0 8192*t (add (line 478))
+   * writes: scratch+0 8192*t (add (line 478)) */
   for (int layer = 0; layer < (drafting ? state->draft_layers : 16); layer++) { /* layer loop */
   const int *lay_i = mkc_layer_i[layer];
 
@@ -6908,7 +6908,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                    (const mkc_rowmap *)0, (float *)(smem + 48), (float *)0);
     }
   }
-  mkc_flow_arrive(state); /* next stage reads rope (line 414) written by another block */
+  mkc_flow_arrive(state); /* next stage reads rope (line 437) written by another block */
 
   /* pass stage 2/5: attention */
   mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
@@ -6927,7 +6927,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                     (const mkc_rowmap *)0, scratch + 2486528, (unsigned *)(scratch + 2756864), (float *)(smem + 0), (float *)(smem + 1024), (float *)(smem + 9216), (float *)(smem + 9280));
     }
   }
-  mkc_flow_arrive(state); /* next stage reads attention (line 417) written by another block */
+  mkc_flow_arrive(state); /* next stage reads attention (line 440) written by another block */
 
   /* pass stage 3/5: matvec_residual */
   mkc_prefetch_first(mkc_wmat_of(weights + lay_i[6], 4096, MKC_W_BF16), 2048, mkc_matvec_rows_n(2048), 1);
@@ -6943,7 +6943,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
       mkc_matvec(mkc_wmat_of(weights + lay_i[6], 4096, MKC_W_BF16), 2048, 256, scratch + 524288, 2048, (const mkc_bf16 *)0, (float *)0, 2048, 0.0f, (float *)0, scratch + 0, 2048, 1, (const mkc_bf16 *)0, T, (float *)(smem + 0), (float *)0);
     }
   }
-  mkc_flow_arrive(state); /* next stage reads add (line 451) written by another block */
+  mkc_flow_arrive(state); /* next stage reads add (line 475) written by another block */
 
   /* pass stage 4/5: gate_up_swiglu */
   mkc_prefetch_first(mkc_wmat_of(weights + lay_i[7], 4096, MKC_W_BF16), 8192, MKC_ROWS, 2);
@@ -6963,7 +6963,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
       mkc_matvec_swiglu(mkc_wmat_of(weights + lay_i[7], 4096, MKC_W_BF16), mkc_wmat_of(weights + lay_i[8], 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + lay_i[9], (float *)(smem + 0), 2048, 1e-05f, (float *)0, scratch + 786432, 8192, T, (float *)(smem + 48), (float *)0);
     }
   }
-  mkc_flow_arrive(state); /* next stage reads swiglu (line 443) written by another block */
+  mkc_flow_arrive(state); /* next stage reads swiglu (line 466) written by another block */
 
   /* pass stage 5/5: matvec_residual */
   mkc_prefetch_first(mkc_wmat_of(weights + lay_i[10], 16384, MKC_W_BF16), 2048, mkc_matvec_rows_n(2048), 1);
@@ -6979,15 +6979,15 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
       mkc_matvec(mkc_wmat_of(weights + lay_i[10], 16384, MKC_W_BF16), 2048, 1024, scratch + 786432, 8192, (const mkc_bf16 *)0, (float *)0, 8192, 0.0f, (float *)0, scratch + 0, 2048, 1, (const mkc_bf16 *)0, T, (float *)(smem + 0), (float *)0);
     }
   }
-  mkc_flow_arrive(state); /* next stage reads add (line 454) written by another block */
+  mkc_flow_arrive(state); /* next stage reads add (line 478) written by another block */
   } /* layer loop */
 
-  /* stage 82/85: lm_head -- rmsnorm output_norm.weight (line 456), matmul token_embd.weight (line 459), logits (line 459)
+  /* stage 82/85: lm_head -- rmsnorm output_norm.weight (line 480), matmul token_embd.weight (line 483), logits (line 483)
    * work: 128256 vocab rows, one warp per row; argmax partial per block; smem 208 bytes
    * nodes: 388 389 390; items: 128256, one warp each; flops: 525336576*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, warp_val 48+80, warp_idx 128+80
-   * reads: weights+0 525336576 (token_embd.weight), scratch+0 8192*t (add (line 454)), weights+1235812352 4096 (output_norm.weight)
-   * writes: scratch+1835008 513024*t (logits (line 459)) */
+   * reads: weights+0 525336576 (token_embd.weight), scratch+0 8192*t (add (line 478)), weights+1235812352 4096 (output_norm.weight)
+   * writes: scratch+1835008 513024*t (logits (line 483)) */
   mkc_prefetch_first(mkc_wmat_of(weights + 0, 4096, MKC_W_BF16), 128256, MKC_ROWS, 1);
   mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
   if (T == 1) { /* one input: T = 1, t0 = 0 written as literals */
@@ -7001,7 +7001,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                 scratch + 1835008, 128256, t0, T, state, (const mkc_rowmap *)0, scratch + 2476288, (int *)(scratch + 2481408),
                 (float *)(smem + 48), (int *)(smem + 128));
   }
-  mkc_flow_arrive(state); /* next stage reads logits (line 459) written by another block */
+  mkc_flow_arrive(state); /* next stage reads logits (line 483) written by another block */
 
   /* stage 83/85: sample_cands -- no graph node
    * work: T positions x every block's slice of the vocabulary: penalties, the slice's top-k; smem 1568 bytes

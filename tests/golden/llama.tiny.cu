@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset tiny
- * hashes:  graph b9a94b8484315e76, templates 2218df11d515898b, options 1dafad5a1c6b2df3
+ * hashes:  graph 22afb18ea66da309, templates 2218df11d515898b, options 1dafad5a1c6b2df3
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 117440 floats, KV 65536 bf16, weights 115328 bf16, smem 39872 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -6362,78 +6362,78 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   const int *inputs = state->inputs + (drafting ? state->draft_n : 0);
   const int t0 = T > MKC_T_MAX ? T - 1 : 0; /* the first input with logits: a prompt chunk's last */
 
-  /* stage 1/15: embed -- embed token_embd.weight (line 447)
+  /* stage 1/15: embed -- embed token_embd.weight (line 470)
    * work: T x 64 elements, grid-strided over threads; smem 0 bytes
    * nodes: 2; items: 64*t, one thread each; flops: 0; sync: flow
    * smem: none
    * reads: weights+0 128*t (token_embd.weight)
-   * writes: scratch+0 256*t (embed token_embd.weight (line 447)) */
+   * writes: scratch+0 256*t (embed token_embd.weight (line 470)) */
   mkc_embed(mkc_wmat_of(weights + 0, 128, MKC_W_BF16), 64, 1.0f, scratch + 0, 64, inputs, T);
-  mkc_flow_arrive(state); /* next stage reads embed (line 447) written by another block */
+  mkc_flow_arrive(state); /* next stage reads embed (line 470) written by another block */
 
   /* layer loop: stages 2-11 are 2 passes of the 5 below, whose code differs only in
    * the pass's values lay_i[j] and lay_w[j] (offsets, a window, stage numbers), read from
    * mkc_layer_i and mkc_layer_w above. Each pass's stages, in order (inspect unfolds the loop): */
-  /* stage 2/15: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 450), matmul blk.0.attn_q.weight (line 403), matmul blk.0.attn_k.weight (line 404), matmul blk.0.attn_v.weight (line 405), rope (line 414), rope (line 415)
+  /* stage 2/15: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 474), matmul blk.0.attn_q.weight (line 426), matmul blk.0.attn_k.weight (line 427), matmul blk.0.attn_v.weight (line 428), rope (line 437), rope (line 438)
    * work: 64 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 39072 bytes
    * nodes: 4 6 9 12 7 10; items: 64, one warp each; flops: 16384*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+880, a_tile 928+9216, w_tile 10144+9216, c_tile 19360+17408, ssq 36768+2048, inv_tile 38816+256
-   * reads: weights+16512 8192 (blk.0.attn_q.weight), weights+20608 4096 (blk.0.attn_k.weight), weights+22656 4096 (blk.0.attn_v.weight), scratch+0 256*t (embed token_embd.weight (line 447)), weights+16384 128 (blk.0.attn_norm.weight)
-   * writes: scratch+8192 256*t (rope (line 414)), kv+0 64*t (K cache layer 0), kv+16384 64*t (V cache layer 0) */
-  /* stage 3/15: attention -- attention layer 0 (line 417)
+   * reads: weights+16512 8192 (blk.0.attn_q.weight), weights+20608 4096 (blk.0.attn_k.weight), weights+22656 4096 (blk.0.attn_v.weight), scratch+0 256*t (embed token_embd.weight (line 470)), weights+16384 128 (blk.0.attn_norm.weight)
+   * writes: scratch+8192 256*t (rope (line 437)), kv+0 64*t (K cache layer 0), kv+16384 64*t (V cache layer 0) */
+  /* stage 3/15: attention -- attention layer 0 (line 440)
    * work: 2 kv heads x 2-head passes x T units, positions split across the blocks; tiles of 256; smem 19968 bytes
    * nodes: 13; items: 2*t, one block each; flops: 256*att; sync: flow
    * smem: q_s 0+128, sc2 128+4096, stat 4224+64, red 4288+8192, q_tile 0+5120, k_tile 5120+2560, v_tile 7680+3072, p_tile 10752+9216
-   * reads: scratch+8192 256*t (rope (line 414)), kv+0 64*ctx (K cache layer 0), kv+16384 64*ctx (V cache layer 0)
-   * writes: scratch+16384 256*t (attention layer 0 (line 417)) */
-  /* stage 4/15: matvec_residual -- matmul blk.0.attn_output.weight (line 422), add (line 451)
+   * reads: scratch+8192 256*t (rope (line 437)), kv+0 64*ctx (K cache layer 0), kv+16384 64*ctx (V cache layer 0)
+   * writes: scratch+16384 256*t (attention layer 0 (line 440)) */
+  /* stage 4/15: matvec_residual -- matmul blk.0.attn_output.weight (line 445), add (line 475)
    * work: 64 rows, one warp per row; smem 39024 bytes
    * nodes: 15 16; items: 64, one warp each; flops: 8192*t; sync: flow
    * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
-   * reads: weights+24704 8192 (blk.0.attn_output.weight), scratch+16384 256*t (attention layer 0 (line 417)), scratch+0 256*t (add (line 451))
-   * writes: scratch+0 256*t (add (line 451)) */
-  /* stage 5/15: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 453), matmul blk.0.ffn_gate.weight (line 441), matmul blk.0.ffn_up.weight (line 442), swiglu (line 443)
+   * reads: weights+24704 8192 (blk.0.attn_output.weight), scratch+16384 256*t (attention layer 0 (line 440)), scratch+0 256*t (add (line 475))
+   * writes: scratch+0 256*t (add (line 475)) */
+  /* stage 5/15: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 477), matmul blk.0.ffn_gate.weight (line 464), matmul blk.0.ffn_up.weight (line 465), swiglu (line 466)
    * work: 192 row pairs (gate, up), one warp per pair; smem 39872 bytes
    * nodes: 18 20 22 23; items: 192, one warp each; flops: 49152*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+1680, a_tile 1728+9216, w_tile 10944+9216, c_tile 20160+17408, ssq 37568+2048, inv_tile 39616+256
-   * reads: weights+28928 24576 (blk.0.ffn_gate.weight), weights+41216 24576 (blk.0.ffn_up.weight), scratch+0 256*t (add (line 451)), weights+28800 128 (blk.0.ffn_norm.weight)
-   * writes: scratch+24576 768*t (swiglu (line 443)) */
-  /* stage 6/15: matvec_residual -- matmul blk.0.ffn_down.weight (line 443), add (line 454)
+   * reads: weights+28928 24576 (blk.0.ffn_gate.weight), weights+41216 24576 (blk.0.ffn_up.weight), scratch+0 256*t (add (line 475)), weights+28800 128 (blk.0.ffn_norm.weight)
+   * writes: scratch+24576 768*t (swiglu (line 466)) */
+  /* stage 6/15: matvec_residual -- matmul blk.0.ffn_down.weight (line 466), add (line 478)
    * work: 64 rows, one warp per row; smem 39024 bytes
    * nodes: 25 26; items: 64, one warp each; flops: 24576*t; sync: flow
    * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
-   * reads: weights+53504 24576 (blk.0.ffn_down.weight), scratch+24576 768*t (swiglu (line 443)), scratch+0 256*t (add (line 454))
-   * writes: scratch+0 256*t (add (line 454)) */
-  /* stage 7/15: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 450), matmul blk.1.attn_q.weight (line 403), matmul blk.1.attn_k.weight (line 404), matmul blk.1.attn_v.weight (line 405), rope (line 414), rope (line 415)
+   * reads: weights+53504 24576 (blk.0.ffn_down.weight), scratch+24576 768*t (swiglu (line 466)), scratch+0 256*t (add (line 478))
+   * writes: scratch+0 256*t (add (line 478)) */
+  /* stage 7/15: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 474), matmul blk.1.attn_q.weight (line 426), matmul blk.1.attn_k.weight (line 427), matmul blk.1.attn_v.weight (line 428), rope (line 437), rope (line 438)
    * work: 64 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 39072 bytes
    * nodes: 28 30 33 36 31 34; items: 64, one warp each; flops: 16384*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+880, a_tile 928+9216, w_tile 10144+9216, c_tile 19360+17408, ssq 36768+2048, inv_tile 38816+256
-   * reads: weights+65920 8192 (blk.1.attn_q.weight), weights+70016 4096 (blk.1.attn_k.weight), weights+72064 4096 (blk.1.attn_v.weight), scratch+0 256*t (add (line 454)), weights+65792 128 (blk.1.attn_norm.weight)
-   * writes: scratch+8192 256*t (rope (line 414)), kv+32768 64*t (K cache layer 1), kv+49152 64*t (V cache layer 1) */
-  /* stage 8/15: attention -- attention layer 1 (line 417)
+   * reads: weights+65920 8192 (blk.1.attn_q.weight), weights+70016 4096 (blk.1.attn_k.weight), weights+72064 4096 (blk.1.attn_v.weight), scratch+0 256*t (add (line 478)), weights+65792 128 (blk.1.attn_norm.weight)
+   * writes: scratch+8192 256*t (rope (line 437)), kv+32768 64*t (K cache layer 1), kv+49152 64*t (V cache layer 1) */
+  /* stage 8/15: attention -- attention layer 1 (line 440)
    * work: 2 kv heads x 2-head passes x T units, positions split across the blocks; tiles of 256; smem 19968 bytes
    * nodes: 37; items: 2*t, one block each; flops: 256*att; sync: flow
    * smem: q_s 0+128, sc2 128+4096, stat 4224+64, red 4288+8192, q_tile 0+5120, k_tile 5120+2560, v_tile 7680+3072, p_tile 10752+9216
-   * reads: scratch+8192 256*t (rope (line 414)), kv+32768 64*ctx (K cache layer 1), kv+49152 64*ctx (V cache layer 1)
-   * writes: scratch+16384 256*t (attention layer 1 (line 417)) */
-  /* stage 9/15: matvec_residual -- matmul blk.1.attn_output.weight (line 422), add (line 451)
+   * reads: scratch+8192 256*t (rope (line 437)), kv+32768 64*ctx (K cache layer 1), kv+49152 64*ctx (V cache layer 1)
+   * writes: scratch+16384 256*t (attention layer 1 (line 440)) */
+  /* stage 9/15: matvec_residual -- matmul blk.1.attn_output.weight (line 445), add (line 475)
    * work: 64 rows, one warp per row; smem 39024 bytes
    * nodes: 39 40; items: 64, one warp each; flops: 8192*t; sync: flow
    * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
-   * reads: weights+74112 8192 (blk.1.attn_output.weight), scratch+16384 256*t (attention layer 1 (line 417)), scratch+0 256*t (add (line 451))
-   * writes: scratch+0 256*t (add (line 451)) */
-  /* stage 10/15: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 453), matmul blk.1.ffn_gate.weight (line 441), matmul blk.1.ffn_up.weight (line 442), swiglu (line 443)
+   * reads: weights+74112 8192 (blk.1.attn_output.weight), scratch+16384 256*t (attention layer 1 (line 440)), scratch+0 256*t (add (line 475))
+   * writes: scratch+0 256*t (add (line 475)) */
+  /* stage 10/15: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 477), matmul blk.1.ffn_gate.weight (line 464), matmul blk.1.ffn_up.weight (line 465), swiglu (line 466)
    * work: 192 row pairs (gate, up), one warp per pair; smem 39872 bytes
    * nodes: 42 44 46 47; items: 192, one warp each; flops: 49152*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+1680, a_tile 1728+9216, w_tile 10944+9216, c_tile 20160+17408, ssq 37568+2048, inv_tile 39616+256
-   * reads: weights+78336 24576 (blk.1.ffn_gate.weight), weights+90624 24576 (blk.1.ffn_up.weight), scratch+0 256*t (add (line 451)), weights+78208 128 (blk.1.ffn_norm.weight)
-   * writes: scratch+24576 768*t (swiglu (line 443)) */
-  /* stage 11/15: matvec_residual -- matmul blk.1.ffn_down.weight (line 443), add (line 454)
+   * reads: weights+78336 24576 (blk.1.ffn_gate.weight), weights+90624 24576 (blk.1.ffn_up.weight), scratch+0 256*t (add (line 475)), weights+78208 128 (blk.1.ffn_norm.weight)
+   * writes: scratch+24576 768*t (swiglu (line 466)) */
+  /* stage 11/15: matvec_residual -- matmul blk.1.ffn_down.weight (line 466), add (line 478)
    * work: 64 rows, one warp per row; smem 39024 bytes
    * nodes: 49 50; items: 64, one warp each; flops: 24576*t; sync: flow
    * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
-   * reads: weights+102912 24576 (blk.1.ffn_down.weight), scratch+24576 768*t (swiglu (line 443)), scratch+0 256*t (add (line 454))
-   * writes: scratch+0 256*t (add (line 454)) */
+   * reads: weights+102912 24576 (blk.1.ffn_down.weight), scratch+24576 768*t (swiglu (line 466)), scratch+0 256*t (add (line 478))
+   * writes: scratch+0 256*t (add (line 478)) */
   for (int layer = 0; layer < (drafting ? state->draft_layers : 2); layer++) { /* layer loop */
   const int *lay_i = mkc_layer_i[layer];
 
@@ -6474,7 +6474,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                    (const mkc_rowmap *)0, (float *)(smem + 48), (float *)0);
     }
   }
-  mkc_flow_arrive(state); /* next stage reads rope (line 414) written by another block */
+  mkc_flow_arrive(state); /* next stage reads rope (line 437) written by another block */
 
   /* pass stage 2/5: attention */
   mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
@@ -6493,7 +6493,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                     (const mkc_rowmap *)0, scratch + 59392, (unsigned *)(scratch + 96256), (float *)(smem + 0), (float *)(smem + 128), (float *)(smem + 4224), (float *)(smem + 4288));
     }
   }
-  mkc_flow_arrive(state); /* next stage reads attention (line 417) written by another block */
+  mkc_flow_arrive(state); /* next stage reads attention (line 440) written by another block */
 
   /* pass stage 3/5: matvec_residual */
   mkc_prefetch_first(mkc_wmat_of(weights + lay_i[6], 128, MKC_W_BF16), 64, mkc_matvec_rows_n(64), 1);
@@ -6509,7 +6509,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
       mkc_matvec(mkc_wmat_of(weights + lay_i[6], 128, MKC_W_BF16), 64, 8, scratch + 16384, 64, (const mkc_bf16 *)0, (float *)0, 64, 0.0f, (float *)0, scratch + 0, 64, 1, (const mkc_bf16 *)0, T, (float *)(smem + 0), (float *)0);
     }
   }
-  mkc_flow_arrive(state); /* next stage reads add (line 451) written by another block */
+  mkc_flow_arrive(state); /* next stage reads add (line 475) written by another block */
 
   /* pass stage 4/5: gate_up_swiglu */
   mkc_prefetch_first(mkc_wmat_of(weights + lay_i[7], 128, MKC_W_BF16), 192, MKC_ROWS, 2);
@@ -6529,7 +6529,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
       mkc_matvec_swiglu(mkc_wmat_of(weights + lay_i[7], 128, MKC_W_BF16), mkc_wmat_of(weights + lay_i[8], 128, MKC_W_BF16), 192, 8, scratch + 0, 64, weights + lay_i[9], (float *)(smem + 0), 64, 1e-05f, (float *)0, scratch + 24576, 192, T, (float *)(smem + 48), (float *)0);
     }
   }
-  mkc_flow_arrive(state); /* next stage reads swiglu (line 443) written by another block */
+  mkc_flow_arrive(state); /* next stage reads swiglu (line 466) written by another block */
 
   /* pass stage 5/5: matvec_residual */
   mkc_prefetch_first(mkc_wmat_of(weights + lay_i[10], 384, MKC_W_BF16), 64, mkc_matvec_rows_n(64), 1);
@@ -6545,15 +6545,15 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
       mkc_matvec(mkc_wmat_of(weights + lay_i[10], 384, MKC_W_BF16), 64, 24, scratch + 24576, 192, (const mkc_bf16 *)0, (float *)0, 192, 0.0f, (float *)0, scratch + 0, 64, 1, (const mkc_bf16 *)0, T, (float *)(smem + 0), (float *)0);
     }
   }
-  mkc_flow_arrive(state); /* next stage reads add (line 454) written by another block */
+  mkc_flow_arrive(state); /* next stage reads add (line 478) written by another block */
   } /* layer loop */
 
-  /* stage 12/15: lm_head -- rmsnorm output_norm.weight (line 456), matmul token_embd.weight (line 459), logits (line 459)
+  /* stage 12/15: lm_head -- rmsnorm output_norm.weight (line 480), matmul token_embd.weight (line 483), logits (line 483)
    * work: 256 vocab rows, one warp per row; argmax partial per block; smem 208 bytes
    * nodes: 52 53 54; items: 256, one warp each; flops: 32768*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, warp_val 48+80, warp_idx 128+80
-   * reads: weights+0 32768 (token_embd.weight), scratch+0 256*t (add (line 454)), weights+115200 128 (output_norm.weight)
-   * writes: scratch+8192 1024*t (logits (line 459)) */
+   * reads: weights+0 32768 (token_embd.weight), scratch+0 256*t (add (line 478)), weights+115200 128 (output_norm.weight)
+   * writes: scratch+8192 1024*t (logits (line 483)) */
   mkc_prefetch_first(mkc_wmat_of(weights + 0, 128, MKC_W_BF16), 256, MKC_ROWS, 1);
   mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
   if (T == 1) { /* one input: T = 1, t0 = 0 written as literals */
@@ -6567,7 +6567,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                 scratch + 8192, 256, t0, T, state, (const mkc_rowmap *)0, scratch + 49152, (int *)(scratch + 54272),
                 (float *)(smem + 48), (int *)(smem + 128));
   }
-  mkc_flow_arrive(state); /* next stage reads logits (line 459) written by another block */
+  mkc_flow_arrive(state); /* next stage reads logits (line 483) written by another block */
 
   /* stage 13/15: sample_cands -- no graph node
    * work: T positions x every block's slice of the vocabulary: penalties, the slice's top-k; smem 1568 bytes
