@@ -209,12 +209,13 @@ int main(void) {
     const char *name;
     /* newer_archs: 1 sm_100 and sm_120 */
     int draft_max, newer_archs, sm80;
-  } presets[] = {{"tiny", 4, 1, 1},        {"odd", 7, 1, 1},          {"llama-3.2-1b", 4, 1, 1},
-                 {"qwen2-tiny", 4, 0, 0},  {"qwen3-tiny", 7, 0, 0},   {"llama3-tiny", 4, 0, 0},
-                 {"yarn-tiny", 4, 0, 0},   {"linear-tiny", 7, 0, 0},  {"smollm2-135m", 4, 0, 0},
-                 {"blocks-tiny", 4, 0, 0}, {"swa-tiny", 4, 0, 0},     {"gemma-tiny", 4, 0, 0},
-                 {"gemma3-tiny", 4, 0, 0}, {"partial-tiny", 4, 0, 0}, {"moe-tiny", 4, 0, 0},
-                 {"gptoss-tiny", 4, 0, 0}, {"smollm3-tiny", 4, 0, 0}};
+  } presets[] = {
+      {"tiny", 4, 1, 1},        {"odd", 7, 1, 1},          {"llama-3.2-1b", 4, 1, 1},
+      {"qwen2-tiny", 4, 0, 0},  {"qwen3-tiny", 7, 0, 0},   {"llama3-tiny", 4, 0, 0},
+      {"yarn-tiny", 4, 0, 0},   {"linear-tiny", 7, 0, 0},  {"smollm2-135m", 4, 0, 0},
+      {"blocks-tiny", 4, 0, 0}, {"swa-tiny", 4, 0, 0},     {"gemma-tiny", 4, 0, 0},
+      {"gemma3-tiny", 4, 0, 0}, {"partial-tiny", 4, 0, 0}, {"moe-tiny", 4, 0, 0},
+      {"gptoss-tiny", 4, 0, 0}, {"smollm3-tiny", 4, 0, 0}, {"exaone4-swa-tiny", 4, 0, 0}};
   job jobs[MAX_JOBS];
   int n = 0;
   for (size_t p = 0; p < sizeof presets / sizeof *presets; p++) {
