@@ -94,10 +94,15 @@ expect_greedy() {
 }
 
 # preset_edit PRESET SEARCH REPLACE OUT: graphs/llama.lua with the first SEARCH in PRESET's
-# table made REPLACE, as OUT (a preset a file cannot carry, for init's refusals).
+# table made REPLACE (both as they are, not patterns), as OUT (a preset a file cannot carry, for
+# init's refusals); a failed check where PRESET's table has no SEARCH.
 preset_edit() {
-  awk -v p="preset \"$1\"" -v from="$2" -v to="$3" \
-    'index($0, p) == 1 { g = 1 } g && index($0, from) { sub(from, to); g = 0 } 1' graphs/llama.lua >"$4"
+  awk -v p="preset \"$1\"" -v from="$2" -v to="$3" '
+    index($0, p) == 1 { g = 1 }
+    g && !done && (i = index($0, from)) { $0 = substr($0, 1, i - 1) to substr($0, i + length(from)); done = 1 }
+    g && /^}/ { g = 0 }
+    { print }
+    END { exit !done }' graphs/llama.lua >"$4" || fail "preset_edit: preset $1 has no '$2'"
 }
 
 # expect_sha NAME FILE FIXTURE: FILE is the file FIXTURE's "sha256 HEX [NAME]" line pins (the

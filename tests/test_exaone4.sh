@@ -50,6 +50,15 @@ expect_error "an exaone4 file without a norm after the MLP" \
   "mkc: error: $tmp/bad.gguf: exaone4 model without blk.0.post_ffw_norm.weight" \
   -- run -m "$tmp/bad.gguf" --prompt-ids 1 -n 1
 
+# Windows whose pattern makes every layer global: no layer has RoPE, as llama.cpp (a 64-layer GGUF
+# whose sliding_window_pattern is 1) and transformers (a window, every layer full_attention) run it.
+perl -0777 -pe 's/(sliding_window_pattern\x04\x00\x00\x00)\x04\x00\x00\x00/${1}\x01\x00\x00\x00/' "$d.gguf" >"$tmp/all-global.gguf"
+"$mkc" info -m "$tmp/all-global.gguf" >"$tmp/info" 2>&1
+grep -q 'exaone4.attention.sliding_window_pattern = 1$' "$tmp/info" && grep -q '^graph: .*, no RoPE in any layer (NoPE)' "$tmp/info" &&
+  ! grep -q '^graph: .*local' "$tmp/info" &&
+  ok "a 64-layer exaone4 GGUF whose pattern makes every layer global: no RoPE in any" ||
+  fail "a 64-layer exaone4 GGUF, pattern 1" "$(cat "$tmp/info")"
+
 # config.json's other spellings of the windows: sliding_window_pattern as an integer or "LLLG"
 # without layer_types reads as layer_types does; absent, Exaone4Config's 4096 and 4.
 config() { # NAME PERL: a folder of exaone4-swa-tiny's weights under its config.json edited by PERL
@@ -61,6 +70,7 @@ config int ''
 config lllg 's/("sliding_window_pattern":\s*)4/$1"LLLG"/'
 config lgl 's/("sliding_window_pattern":\s*)4/$1"LGL"/'
 config nowindow 's/,\s*"sliding_window":\s*16,\s*"sliding_window_pattern":\s*4//'
+config allfull 's/"sliding_attention"/"full_attention"/g; s/(\s*"sliding_window_pattern":\s*4)/$1,\n\t"layer_types":\t["full_attention"]/'
 want=$(MKC_KV_DTYPE=f32 "$mkc" run -m "$d" --prompt-ids $P -n 20 --backend cpu 2>/dev/null)
 for c in int lllg; do
   got=$(MKC_KV_DTYPE=f32 "$mkc" run -m "$tmp/$c" --prompt-ids $P -n 20 --backend cpu 2>"$tmp/err")
@@ -72,6 +82,11 @@ done
 expect_error "a sliding_window_pattern string not local layers then one global" \
   "mkc: error: $tmp/lgl/config.json: \"sliding_window_pattern\": \"LGL\": expected local layers then one global, as \"LLLG\"" \
   -- run -m "$tmp/lgl" --prompt-ids 1 -n 1
+sed -i 's/\["full_attention"\]/['"$(printf '"full_attention", %.0s' $(seq 63))"'"full_attention"]/' "$tmp/allfull/config.json"
+"$mkc" info -m "$tmp/allfull" >"$tmp/info" 2>&1
+grep -q '^graph: .*, no RoPE in any layer (NoPE)' "$tmp/info" && ! grep -q '^graph: .*local' "$tmp/info" &&
+  ok "config.json with a window and every layer full_attention: no RoPE in any (transformers')" ||
+  fail "exaone4 config.json, every layer full_attention" "$(cat "$tmp/info")" "$(cat "$tmp/allfull/config.json")"
 "$mkc" info -m "$tmp/nowindow" >"$tmp/info" 2>&1
 grep -q '^graph: .*3 local : 1 global layers over a window of 4096, no RoPE every 4 layers from layer 3' "$tmp/info" &&
   ok "config.json without the window's keys: Exaone4Config's window of 4096 on 3 local : 1 global" ||
@@ -83,6 +98,24 @@ e4 'qk_norm = true' 'qk_norm = false'
 expect_error "init: no norms before attention, no Q/K norms" \
   "mkc: error: preset exaone4-tiny: no norms before attention and the MLP make it an exaone4 file, which cannot carry no per-head Q/K norms" \
   -- init "$tmp/e.lua" --preset exaone4-tiny --seed 1 -o "$tmp/e.gguf"
+e4 'n_layers = 3' 'n_layers = 64'
+expect_error "init: a 64-layer exaone4 GGUF without windows (llama.cpp would give it the 32B's)" \
+  "mkc: error: preset exaone4-tiny: 64 layers without sliding windows: llama.cpp gives a 64-layer exaone4 GGUF windows (the 32B's); its Hugging Face folder can say none (-o DIR)" \
+  -- init "$tmp/e.lua" --preset exaone4-tiny --seed 1 -o "$tmp/e.gguf"
+e4 'pre_norms = false,' 'pre_norms = false, residual_scale = 0.5,'
+expect_error "init: an exaone4 preset with Granite's multipliers" \
+  "mkc: error: preset exaone4-tiny: no norms before attention and the MLP make it an exaone4 file, which cannot carry Granite's multipliers" \
+  -- init "$tmp/e.lua" --preset exaone4-tiny --seed 1 -o "$tmp/e"
+preset_edit exaone4-swa-tiny 'pattern = "3 local : 1 global" }' 'pattern = "3 local : 1 global", rope_theta = 5000 }' "$tmp/eb.lua"
+expect_error "init: an exaone4 folder whose local layers have a RoPE base of their own" \
+  "mkc: error: preset exaone4-swa-tiny: local layers with a RoPE base of their own (5000): an exaone4 folder's have the global one (Exaone4Config has one); use -o FILE.gguf" \
+  -- init "$tmp/eb.lua" --preset exaone4-swa-tiny --seed 1 -o "$tmp/e"
+"$mkc" init "$tmp/eb.lua" --preset exaone4-swa-tiny --seed 5 -o "$tmp/eb.gguf" 2>"$tmp/err" &&
+  "$mkc" info -m "$tmp/eb.gguf" >"$tmp/info" 2>&1 && grep -q 'window of 16 (rope theta 5000)' "$tmp/info" &&
+  [ "$("$mkc" run -m "$tmp/eb.gguf" --prompt-ids $P -n 20 --backend cpu 2>/dev/null)" = \
+    "$("$mkc" run --graph "$tmp/eb.lua" --preset exaone4-swa-tiny --random-weights 5 --prompt-ids $P -n 20 --backend ref 2>/dev/null)" ] &&
+  ok "init: the local RoPE base to a GGUF (rope.freq_base_swa), read back as the preset's tokens" ||
+  fail "init: an exaone4 GGUF with a local RoPE base" "$(cat "$tmp/err")" "$(cat "$tmp/info")"
 preset_edit exaone4-swa-tiny 'nope_interval = 4,' 'nope_interval = 0,' "$tmp/e.lua"
 expect_error "init: an exaone4 preset whose global layers have RoPE" \
   "mkc: error: preset exaone4-swa-tiny: layer 3 has RoPE; an exaone4 file's layers have it but for the global layers of its windows" \
@@ -96,5 +129,5 @@ expect_error "init: an exaone4 GGUF with windows in 8 layers" \
     "$("$mkc" run --graph "$tmp/e8.lua" --preset exaone4-swa-tiny --random-weights 5 --prompt-ids $P -n 20 --backend ref 2>/dev/null)" ] &&
   ok "init: windows in 8 layers to a folder, read back as the preset's reference tokens" ||
   fail "init: windows in 8 layers to a folder" "$(cat "$tmp/err")"
-[ ! -e "$tmp/e.gguf" ] && ok "init: nothing written for a refused exaone4 preset" || fail "init: a refused exaone4 preset left a file"
+[ ! -e "$tmp/e.gguf" ] && [ ! -e "$tmp/e" ] && ok "init: nothing written for a refused exaone4 preset" || fail "init: a refused exaone4 preset left a file"
 finish

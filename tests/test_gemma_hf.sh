@@ -119,6 +119,16 @@ g1 'qk_norm = false' 'qk_norm = true'
 expect_error "init: a gemma preset with Q/K norms" \
   "mkc: error: preset gemma1-tiny: scaled embeddings or a GELU-gated MLP make it a gemma file, which has no per-head Q/K norms" \
   -- init "$tmp/g1x.lua" --preset gemma1-tiny --seed 1 -o "$tmp/g1x.gguf"
+g1 'tied = true' 'tied = false'
+expect_error "init: a gemma GGUF with a separate head (llama.cpp's gemma takes token_embd)" \
+  "mkc: error: preset gemma1-tiny: a separate LM head: a gemma GGUF's is token_embd (llama.cpp's loader takes no output.weight); its Hugging Face folder can say it (-o DIR)" \
+  -- init "$tmp/g1x.lua" --preset gemma1-tiny --seed 1 -o "$tmp/g1x.gguf"
+"$mkc" init "$tmp/g1x.lua" --preset gemma1-tiny --seed 5 -o "$tmp/g1x" 2>"$tmp/err" &&
+  grep -qF '"tie_word_embeddings":	false' "$tmp/g1x/config.json" &&
+  [ "$("$mkc" run -m "$tmp/g1x" --prompt-ids $P -n 20 --backend cpu 2>/dev/null)" = \
+    "$("$mkc" run --graph "$tmp/g1x.lua" --preset gemma1-tiny --random-weights 5 --prompt-ids $P -n 20 --backend ref 2>/dev/null)" ] &&
+  ok "init: a separate head to a gemma folder, read back as the preset's reference tokens" ||
+  fail "init: a gemma folder with a separate head" "$(cat "$tmp/err")"
 [ ! -e "$tmp/g1x.gguf" ] && ok "init: nothing written for a refused gemma preset" || fail "init: a refused gemma preset left a file"
 
 # A multimodal checkpoint: Gemma3Config's text_config, the text model's tensors under

@@ -194,6 +194,9 @@ expect_error "init --arch exaone of a qwen2 preset" \
 "$mkc" init --preset odd --seed 1 --arch gemma -o "$tmp/x.gguf" 2>"$tmp/err"
 [ $? -eq 2 ] && grep -qxF "mkc: error: --arch: expected phi3 or exaone (the others follow from the preset), got 'gemma'" "$tmp/err" &&
   ok "init --arch of another architecture: a usage error, exit 2" || fail "init --arch gemma" "$(cat "$tmp/err")"
+expect_error "init --arch exaone of longrope scaling (llama.cpp's exaone reads rope_freqs only)" \
+  "mkc: error: init: --arch exaone: preset longrope-tiny has longrope scaling, which an exaone file does not carry (exaone: llama's layers with NEOX RoPE halves)" \
+  -- init --preset longrope-tiny --seed 5 --arch exaone -o "$tmp/ex-lr.gguf"
 expect_error "init --arch exaone to a folder" \
   "mkc: error: init: --arch exaone writes a GGUF only (-o FILE.gguf)" \
   -- init --preset odd --seed 5 --arch exaone -o "$tmp/ex-dir"
@@ -441,7 +444,7 @@ expect_error "gemma3 window flags that no pattern gives" \
   ok "ollama's gemma3 key names and defaults read as the standard keys" ||
   fail "ollama's gemma3 key names and defaults read as the standard keys" "$(cat "$tmp/std.graph" "$tmp/ollama.graph")"
 expect_error "init swa-tiny: a window no file carries outside Gemma" \
-  "mkc: error: preset swa-tiny: sliding windows without Gemma's norms after attention and the MLP: mkc's model files carry them only in a gemma2 or gemma3 file" \
+  "mkc: error: preset swa-tiny: sliding windows, which a llama file does not carry (gemma2, gemma3, exaone4 and gpt-oss files do)" \
   -- init --preset swa-tiny --seed 1 -o "$tmp/swa.gguf"
 
 finish

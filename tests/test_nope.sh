@@ -63,6 +63,8 @@ config nolist '/"no_rope_layers"/d'
 runs_as_dir "config.json without no_rope_layers: every no_rope_layer_interval-th layer" "$tmp/nolist"
 config nokeys '/"no_rope_layer/d'
 runs_as_dir "config.json without either key: SmolLM3Config's interval, 4" "$tmp/nokeys"
+config notie '/"tie_word_embeddings"/d'
+runs_as_dir "config.json without tie_word_embeddings: SmolLM3Config's tied head" "$tmp/notie"
 config odd 's/"no_rope_layers":.*\[1, 1, 1, 0, 1, 1, 1, 0\]/"no_rope_layers": [1, 1, 1, 0, 1, 1, 1, 1]/'
 expect_error "no_rope_layers that no interval gives" \
   "mkc: error: $tmp/odd/config.json: \"no_rope_layers\": layer 7 has RoPE, unlike every 4 layers from layer 3 (mkc runs NoPE layers so)" \
@@ -89,6 +91,18 @@ expect_error "init: NoPE every 2 layers to a GGUF" \
     "$("$mkc" run --graph "$tmp/n.lua" --preset smollm3-tiny --random-weights 5 --prompt-ids $P -n 20 --backend ref 2>/dev/null)" ] &&
   ok "init: NoPE every 2 layers to a folder, read back as the preset's reference tokens" ||
   fail "init: NoPE every 2 layers to a folder" "$(cat "$tmp/err")"
+nope 'nope_interval = 4,' 'nope_interval = 4, post_norms = true,'
+expect_error "init: a NoPE preset with norms after attention" \
+  "mkc: error: preset smollm3-tiny: layers without RoPE make it a smollm3 file, which has no norms after attention" \
+  -- init "$tmp/n.lua" --preset smollm3-tiny --seed 1 -o "$tmp/n.gguf"
+nope 'nope_interval = 4,' 'nope_interval = 4, embed_scale = 8, ffn_act = "gelu_tanh",'
+expect_error "init: a NoPE preset with Gemma's scaling" \
+  "mkc: error: preset smollm3-tiny: layers without RoPE make it a smollm3 file, which has no scaled embeddings" \
+  -- init "$tmp/n.lua" --preset smollm3-tiny --seed 1 -o "$tmp/n"
+nope 'nope_interval = 4,' 'nope_interval = 4, rope_dim = 8,'
+expect_error "init: a NoPE preset with partial RoPE (llama.cpp's smollm3 rotates every dim)" \
+  "mkc: error: preset smollm3-tiny: layers without RoPE make it a smollm3 file, which has no partial RoPE" \
+  -- init "$tmp/n.lua" --preset smollm3-tiny --seed 1 -o "$tmp/n.gguf"
 nope 'qk_norm = false' 'qk_norm = true'
 expect_error "init: a NoPE preset with Q/K norms" \
   "mkc: error: preset smollm3-tiny: layers without RoPE make it a smollm3 file, which has no per-head Q/K norms" \
@@ -96,6 +110,6 @@ expect_error "init: a NoPE preset with Q/K norms" \
 expect_error "init: NoPE layers in a phi3 file" \
   "mkc: error: init: --arch phi3: preset smollm3-tiny has smollm3, which a phi3 file does not carry (phi3: NEOX RoPE halves, no biases or head norms, no windows, no scaling but longrope)" \
   -- init --preset smollm3-tiny --arch phi3 --seed 1 -o "$tmp/p.gguf"
-[ ! -e "$tmp/n.gguf" ] && [ ! -e "$tmp/p.gguf" ] && ok "init: nothing written for a refused NoPE preset" ||
+[ ! -e "$tmp/n.gguf" ] && [ ! -e "$tmp/n" ] && [ ! -e "$tmp/p.gguf" ] && ok "init: nothing written for a refused NoPE preset" ||
   fail "init: a refused NoPE preset left a file"
 finish

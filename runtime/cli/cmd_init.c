@@ -253,10 +253,9 @@ static int describe_gemma(const mkc_graph *g, const char *preset, int gemma, mkc
       return 0;
     }
     if (!att && !attn_cap && !final_cap) return 0;
-    fprintf(stderr,
-            "mkc: error: preset %s: %s without Gemma's norms after attention and the MLP: "
-            "mkc's model files carry them only in a gemma2 or gemma3 file\n",
-            preset, att ? "sliding windows" : "soft caps");
+    fprintf(stderr, "mkc: error: preset %s: %s, which a%s %s file does not carry (%s files do)\n",
+            preset, att ? "sliding windows" : "soft caps", strchr("aeiou", d->arch[0]) ? "n" : "",
+            d->arch, att ? "gemma2, gemma3, exaone4 and gpt-oss" : "gemma2 and gemma3");
     return -1;
   }
   const char *extra = has_weight(g, "blk.0.attn_q_norm.weight") ? "per-head Q/K norms"
@@ -420,6 +419,20 @@ static int describe_gptoss(const mkc_graph *g, const char *preset, mkc_model_des
   return 0;
 }
 
+/* What the graph has beyond llama's layers that a smollm3 or exaone4 file cannot say (whose
+ * loaders assert every dim rotated), or NULL: Gemma's scaled embeddings and GeGLU, Granite's
+ * multipliers, partial RoPE. */
+static const char *beyond_llama(const mkc_graph *g) {
+  const mkc_node *embed = first_node(g, MKC_OP_EMBED), *swiglu = first_node(g, MKC_OP_SWIGLU);
+  const mkc_node *add = first_node(g, MKC_OP_ADD), *logits = first_node(g, MKC_OP_LOGITS);
+  const mkc_node *rope = first_node(g, MKC_OP_ROPE);
+  return embed && embed->scale > 0 && embed->scale != 1 ? "scaled embeddings"
+         : swiglu && swiglu->act != MKC_ACT_SILU        ? "an MLP gated otherwise than SiLU"
+         : (add && add->scale > 0) || (logits && logits->scale > 0) ? "Granite's multipliers"
+         : rope && rope->rot_dim > 0 && rope->rot_dim < g->head_dim ? "partial RoPE"
+                                                                    : NULL;
+}
+
 /* A SmolLM3 model's NoPE layers into d (every N layers from layer N - 1, as config.json's
  * no_rope_layer_interval says them), or -1 with a message where the graph's are otherwise or it
  * has what a smollm3 file cannot carry: llama's layers else (describe_gemma refuses windows and
@@ -439,10 +452,11 @@ static int describe_smollm3(const mkc_graph *g, const char *preset, mkc_model_de
       return -1;
     }
   }
-  const char *why = has_weight(g, "blk.0.attn_q_norm.weight") ? "per-head Q/K norms"
-                    : has_weight(g, "blk.0.attn_q.bias")      ? "Q/K/V biases"
-                    : first_node(g, MKC_OP_MOE)               ? "experts"
-                                                              : NULL;
+  const char *why = has_weight(g, "blk.0.attn_q_norm.weight")           ? "per-head Q/K norms"
+                    : has_weight(g, "blk.0.attn_q.bias")                ? "Q/K/V biases"
+                    : has_weight(g, "blk.0.post_attention_norm.weight") ? "norms after attention"
+                    : first_node(g, MKC_OP_MOE)                         ? "experts"
+                                                                        : beyond_llama(g);
   if (why) {
     fprintf(stderr,
             "mkc: error: preset %s: layers without RoPE make it a smollm3 file, which has no %s\n",
@@ -463,7 +477,7 @@ static int describe_exaone4(const mkc_graph *g, const char *preset, mkc_model_de
                     : !d->qk_norm               ? "no per-head Q/K norms"
                     : d->qkv_bias               ? "Q/K/V biases"
                     : first_node(g, MKC_OP_MOE) ? "experts"
-                                                : NULL;
+                                                : beyond_llama(g);
   if (why) {
     fprintf(stderr,
             "mkc: error: preset %s: no norms before attention and the MLP make it an exaone4 "
@@ -489,10 +503,37 @@ static int describe_exaone4(const mkc_graph *g, const char *preset, mkc_model_de
   return 0;
 }
 
+/* What a folder cannot say that a GGUF can: an exaone4 folder's local layers have the global
+ * RoPE base (Exaone4Config has one rotary embedding). */
+static int fits_folder(const mkc_model_desc *d, const char *preset) {
+  if (strcmp(d->arch, "exaone4") != 0 || d->rope_theta_swa <= 0) return 0;
+  fprintf(stderr,
+          "mkc: error: preset %s: local layers with a RoPE base of their own (%g): an exaone4 "
+          "folder's have the global one (Exaone4Config has one); use -o FILE.gguf\n",
+          preset, d->rope_theta_swa);
+  return -1;
+}
+
 /* What a GGUF cannot say that a folder can: a smollm3 GGUF's NoPE layers are llama.cpp's, every
- * 4th (no key says another interval), and only a 64-layer exaone4 GGUF has windows (llama.cpp's
- * 32B; no key turns them on). */
+ * 4th (no key says another interval); a 64-layer exaone4 GGUF has windows and no other has
+ * (llama.cpp's 32B; no key turns them on or off); a gemma or gemma2 GGUF's head is token_embd
+ * (llama.cpp's loaders take no output.weight there). */
 static int fits_gguf(const mkc_model_desc *d, const char *preset) {
+  int gemma = mkc_gemma_version(d->arch);
+  if ((gemma == 1 || gemma == 2) && !d->tied) {
+    fprintf(stderr,
+            "mkc: error: preset %s: a separate LM head: a %s GGUF's is token_embd (llama.cpp's "
+            "loader takes no output.weight); its Hugging Face folder can say it (-o DIR)\n",
+            preset, d->arch);
+    return -1;
+  }
+  if (strcmp(d->arch, "exaone4") == 0 && !d->sliding_window && d->n_layers == 64) {
+    fprintf(stderr,
+            "mkc: error: preset %s: 64 layers without sliding windows: llama.cpp gives a 64-layer "
+            "exaone4 GGUF windows (the 32B's); its Hugging Face folder can say none (-o DIR)\n",
+            preset);
+    return -1;
+  }
   if (strcmp(d->arch, "smollm3") == 0 && d->nope_interval && d->nope_interval != 4) {
     fprintf(stderr,
             "mkc: error: preset %s: NoPE every %d layers: a smollm3 GGUF's are every 4 "
@@ -515,10 +556,10 @@ static int fits_gguf(const mkc_model_desc *d, const char *preset) {
 /* What a model file says beyond the sizes: Granite's multipliers, Gemma's (describe_gemma) or
  * SmolLM3's NoPE layers. */
 static int describe_extras(const mkc_graph *g, const char *preset, mkc_model_desc *d) {
-  if (strcmp(d->arch, "smollm3") == 0) return describe_smollm3(g, preset, d);
-  if (strcmp(d->arch, "exaone4") == 0) return describe_exaone4(g, preset, d);
   if (mkc_gptoss(d->arch)) return describe_gptoss(g, preset, d);
   if (refuse_gptoss(g, preset) != 0) return -1;
+  if (strcmp(d->arch, "smollm3") == 0) return describe_smollm3(g, preset, d);
+  if (strcmp(d->arch, "exaone4") == 0) return describe_exaone4(g, preset, d);
   if (mkc_granite_family(d->arch)) return describe_granite(g, preset, d);
   return describe_gemma(g, preset, mkc_gemma_version(d->arch), d);
 }
@@ -942,12 +983,13 @@ static int phi3_fits(const mkc_graph *g, mkc_model_desc *d, const char *preset) 
 /* --arch exaone: a preset an exaone file can hold (llama.cpp's exaone: llama's layers with NEOX
  * RoPE halves, whose scaling is llama's). 0, or -1 after a message. */
 static int exaone_fits(const mkc_graph *g, mkc_model_desc *d, const char *preset) {
-  const char *why = strcmp(d->arch, "llama") != 0     ? d->arch
-                    : d->n_experts                    ? "experts"
-                    : d->rope_layout != MKC_ROPE_NEOX ? "interleaved RoPE pairs"
-                    : d->rope_dim                     ? "partial RoPE"
-                    : windowed(g)                     ? "sliding windows"
-                                                      : NULL;
+  const char *why = strcmp(d->arch, "llama") != 0                       ? d->arch
+                    : d->n_experts                                      ? "experts"
+                    : d->rope_layout != MKC_ROPE_NEOX                   ? "interleaved RoPE pairs"
+                    : d->rope_dim                                       ? "partial RoPE"
+                    : d->rope_scaling.type == MKC_ROPE_SCALING_LONGROPE ? "longrope scaling"
+                    : windowed(g)                                       ? "sliding windows"
+                                                                        : NULL;
   if (why) {
     fprintf(stderr,
             "mkc: error: init: --arch exaone: preset %s has %s, which an exaone file does not "
@@ -1150,8 +1192,8 @@ int mkc_cmd_init(int argc, char **argv) {
               preset);
       goto done;
     }
-    if (describe_extras(&g, preset, &d) || experts_fit(&g, preset, &d, 0) ||
-        mkc_hf_write(path, &d, &w, MKC_ST_BF16) != 0)
+    if (describe_extras(&g, preset, &d) || fits_folder(&d, preset) ||
+        experts_fit(&g, preset, &d, 0) || mkc_hf_write(path, &d, &w, MKC_ST_BF16) != 0)
       goto done;
     fprintf(stderr,
             "mkc: wrote %s/ (%s, seed %llu: config.json, model.safetensors with %d BF16 tensors)\n",

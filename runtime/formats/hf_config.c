@@ -515,7 +515,8 @@ static int read_nope(const config *t, mkc_model_desc *d) {
 /* EXAONE 4 (Exaone4Config): no norm before attention and the MLP, one after each; windows of
  * sliding_window (default 4096; null: none) on the layers layer_types calls sliding_attention
  * (absent: all but every sliding_window_pattern-th, an integer, default 4, or a string of L and G a
- * period, as "LLLG"), and then the global layers have no RoPE. */
+ * period, as "LLLG"), and then the global layers have no RoPE (transformers rotates only where
+ * sliding_window is null or the layer slides). */
 static int read_exaone4(const config *t, mkc_model_desc *d) {
   char buf[96];
   d->post_norms = d->no_pre_norms = 1;
@@ -540,8 +541,9 @@ static int read_exaone4(const config *t, mkc_model_desc *d) {
     return -1;
   }
   d->swa_local = period ? period - 1 : 1, d->swa_global = period ? 1 : 0;
-  if (d->swa_local == 0) { /* every layer global, with RoPE */
-    d->sliding_window = d->swa_local = d->swa_global = 0;
+  if (d->swa_local == 0) { /* every layer global: none has RoPE, with a window (transformers) */
+    d->sliding_window = d->swa_global = 0;
+    d->nope_interval = 1;
     return 0;
   }
   d->nope_interval = d->swa_global ? period : 0;
@@ -666,7 +668,7 @@ static int parse(const config *c, const char *dir_name, mkc_model_desc *d) {
       (!field(t, t->root, "rope_theta") && params &&
        get_positive(t, params, "rope_theta", d->rope_theta, &d->rope_theta)) ||
       get_positive(t, t->root, "rms_norm_eps", exaone4 ? 1e-5 : 1e-6, &d->norm_eps) ||
-      get_bool(c, "tie_word_embeddings", gemma, &d->tied))
+      get_bool(c, "tie_word_embeddings", gemma || smollm3, &d->tied))
     return -1;
   if (scaling.type != MKC_ROPE_SCALING_NONE) d->rope_scaling = scaling; /* the newer key wins */
 

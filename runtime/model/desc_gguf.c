@@ -716,7 +716,8 @@ static int read_gptoss(const mkc_gguf *f, const char *arch, mkc_model_desc *d) {
  * (post_attention_norm, post_ffw_norm), per-head Q/K norms. Only the 64-layer 32B has windows:
  * ARCH.attention.sliding_window (default 4096) on the local layers of
  * ARCH.attention.sliding_window_pattern (default 4: 3 local : 1 global), with
- * ARCH.rope.freq_base_swa (default: the global base), and its global layers have no RoPE. */
+ * ARCH.rope.freq_base_swa (default: the global base), and its global layers have no RoPE (all
+ * of them, where the pattern makes every layer global). */
 static int read_exaone4(const mkc_gguf *f, const char *arch, mkc_model_desc *d) {
   static const char *const need[] = {"blk.0.post_attention_norm.weight",
                                      "blk.0.post_ffw_norm.weight", "blk.0.attn_q_norm.weight"};
@@ -736,8 +737,14 @@ static int read_exaone4(const mkc_gguf *f, const char *arch, mkc_model_desc *d) 
             base_swa);
     return -1;
   }
-  if (d->sliding_window == 0 || d->swa_local == 0) { /* every layer global, with RoPE */
-    d->sliding_window = d->swa_local = d->swa_global = 0;
+  if (d->sliding_window == 0) {
+    fprintf(stderr, "mkc: error: %s: %s.attention.sliding_window = 0: expected a window\n", f->path,
+            arch);
+    return -1;
+  }
+  if (d->swa_local == 0) { /* every layer global, and so none with RoPE, as llama.cpp runs it */
+    d->sliding_window = d->swa_global = 0;
+    d->nope_interval = 1;
     return 0;
   }
   d->rope_theta_swa = base_swa != d->rope_theta ? base_swa : 0;

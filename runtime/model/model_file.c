@@ -178,7 +178,9 @@ void mkc_model_desc_format(const mkc_model_desc *d, char *buf, size_t cap) {
                          d->swa_local, d->swa_global, d->sliding_window);
   if (d->sliding_window > 0 && d->rope_theta_swa > 0 && len < cap)
     len += (size_t)snprintf(buf + len, cap - len, " (rope theta %g)", d->rope_theta_swa);
-  if (d->nope_interval > 0 && len < cap)
+  if (d->nope_interval == 1 && len < cap)
+    len += (size_t)snprintf(buf + len, cap - len, ", no RoPE in any layer (NoPE)");
+  else if (d->nope_interval > 0 && len < cap)
     len += (size_t)snprintf(buf + len, cap - len, ", no RoPE every %d layers from layer %d (NoPE)",
                             d->nope_interval, d->nope_interval - 1);
   if (d->post_norms && len < cap)
