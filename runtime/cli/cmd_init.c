@@ -553,8 +553,8 @@ static int fits_gguf(const mkc_model_desc *d, const char *preset) {
   return 0;
 }
 
-/* What a model file says beyond the sizes: Granite's multipliers, Gemma's (describe_gemma) or
- * SmolLM3's NoPE layers. */
+/* What a model file says beyond the sizes: gpt-oss's layers, SmolLM3's NoPE layers, EXAONE 4's
+ * norms and windows, Granite's multipliers or Gemma's (describe_gemma). */
 static int describe_extras(const mkc_graph *g, const char *preset, mkc_model_desc *d) {
   if (mkc_gptoss(d->arch)) return describe_gptoss(g, preset, d);
   if (refuse_gptoss(g, preset) != 0) return -1;
