@@ -155,6 +155,17 @@ a=$(run "$tmp/gm-00001-of-0000$n.gguf")
 "$mkc" gguf-split --dry-run --split-max-size 1M "$tmp/whole.gguf" "$tmp/dry" >"$tmp/out" 2>&1
 [ "$(head -1 "$tmp/out")" = "n_split: 4" ] && ! ls "$tmp"/dry-* >/dev/null 2>&1 \
   && ok "gguf-split --dry-run: the plan, no file" || fail "gguf-split --dry-run" "$(cat "$tmp/out")"
+# ... each file as llama-gguf-split prints it: its tensors, and its metadata (to the first tensor's
+# aligned offset) plus their bytes unpadded, in 10^6 bytes, read off gguf_split.py's files of the
+# same plan (8 tensors a file: 0, 1 and 1 M)
+"$mkc" gguf-split --dry-run --split-max-tensors 8 "$tmp/whole.gguf" "$tmp/dry" >"$tmp/out" 2>&1
+for f in "$tmp"/sp-*.gguf; do python3 -c '
+import sys; sys.path.insert(0, "tests"); from gguf_dump import read
+ts = read(sys.argv[1])[1]; k = sys.argv[1].rsplit("-", 3)[-3]
+print("split %s: n_tensors = %d, total_size = %dM" % (k, len(ts), (ts[0][4] + sum(len(t[3]) for t in ts)) // 10**6))' "$f"; done >"$tmp/want"
+tail -n +2 "$tmp/out" | cmp -s - "$tmp/want" && [ "$(wc -l <"$tmp/want")" -eq 3 ] \
+  && ok "gguf-split --dry-run: each file's tensors and total size in M, as llama-gguf-split prints them" \
+  || fail "gguf-split --dry-run's sizes" "$(cat "$tmp/out")" "want:" "$(cat "$tmp/want")"
 # --merge: the whole file's tensors in its order, its metadata, then split.no 0 and
 # split.tensors.count 21 as they were and split.count 0 (not a split model again); it runs
 "$mkc" gguf-split --merge "$tmp/gs-00001-of-00003.gguf" "$tmp/merged.gguf" 2>"$tmp/err"

@@ -24,7 +24,8 @@ static const char USAGE[] =
     "  --split-max-size N(M|G)  at most N megabytes (or gigabytes, of 1000) of\n"
     "                         tensor data a file, instead\n"
     "  --no-tensor-first-split  the first file holds the metadata alone\n"
-    "  --dry-run              the files and their sizes, none written\n"
+    "  --dry-run              the files, their tensors and sizes (M: 10^6 bytes),\n"
+    "                         none written\n"
     "  --delete-splits        with --merge, the split files deleted once the merged\n"
     "                         one is written\n";
 
@@ -164,9 +165,9 @@ static int split(const options *o, const mkc_gguf *f) {
     }
     char path[4200];
     snprintf(path, sizeof path, "%s-%05u-of-%05u.gguf", o->out, s + 1, files);
-    if (o->dry_run)
-      printf("split %05u: n_tensors = %" PRIu64 ", tensor data %" PRIu64 " bytes\n", s + 1,
-             first[s + 1] - first[s], bytes);
+    if (o->dry_run && !rc) /* llama-gguf-split's: metadata and tensors, unpadded, in 10^6 bytes */
+      printf("split %05u: n_tensors = %" PRIu64 ", total_size = %" PRIu64 "M\n", s + 1,
+             first[s + 1] - first[s], (mkc_gguf_writer_meta_size(w) + bytes) / 1000 / 1000);
     else if (!rc) {
       mkc_gguf_set_fill(w, fill, &p);
       rc = mkc_gguf_write(w, path) != 0;

@@ -200,6 +200,9 @@ int mkc_gguf_add_deferred(mkc_gguf_writer *w, const char *name, uint32_t type, u
 void mkc_gguf_set_fill(mkc_gguf_writer *w, mkc_gguf_fill_fn fill, void *ctx);
 /* Writes the file (through a temporary name, renamed when complete). */
 int mkc_gguf_write(mkc_gguf_writer *w, const char *path);
+/* The bytes the file would hold before its tensor data: the header, metadata and tensor infos,
+ * padded to the alignment (ggml's gguf_get_meta_size); 0 where out of memory. */
+uint64_t mkc_gguf_writer_meta_size(const mkc_gguf_writer *w);
 /* Adds f's entry kv to out as it is (gguf_copy.c): 0, or -1 after a message naming f (an array
  * of arrays, a string element holding a NUL byte). */
 int mkc_gguf_copy_kv(const mkc_gguf *f, const mkc_gguf_kv *kv, mkc_gguf_writer *out);

@@ -339,6 +339,14 @@ static void put_header(const mkc_gguf_writer *w, bytes *b) {
   put_zeros(b, align_up(b->len, w->alignment) - b->len);
 }
 
+uint64_t mkc_gguf_writer_meta_size(const mkc_gguf_writer *w) {
+  bytes header = {0};
+  put_header(w, &header);
+  uint64_t n = header.oom || w->meta.oom ? 0 : header.len;
+  free(header.p);
+  return n;
+}
+
 int mkc_gguf_write(mkc_gguf_writer *w, const char *path) {
   if (w->meta.oom) return writer_error("out of memory");
   bytes header = {0};
