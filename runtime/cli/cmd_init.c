@@ -98,11 +98,25 @@ static int has_weight(const mkc_graph *g, const char *name) {
   return 0;
 }
 
-/* Whether some layer's attention has no RoPE (its rope nodes pass q and k through: NoPE). */
-static int has_nope(const mkc_graph *g) {
+/* The first layer whose attention has no RoPE (its rope nodes pass q and k through: NoPE), plus
+ * 1: the interval its file says, every N layers from layer N - 1; 0 where every layer has RoPE. */
+static int nope_every(const mkc_graph *g) {
   for (int i = 0; i < g->n_nodes; i++)
-    if (g->nodes[i].op == MKC_OP_ROPE && g->nodes[i].nope) return 1;
+    if (g->nodes[i].op == MKC_OP_ATTENTION && g->nodes[g->nodes[i].in[0]].nope)
+      return g->nodes[i].layer + 1;
   return 0;
+}
+
+/* The first attention node whose NoPE mark is not "every `every` layers from layer every - 1"
+ * (0: none), or NULL. */
+static const mkc_node *nope_mismatch(const mkc_graph *g, int every) {
+  for (int i = 0; i < g->n_nodes; i++) {
+    const mkc_node *a = &g->nodes[i];
+    if (a->op == MKC_OP_ATTENTION &&
+        g->nodes[a->in[0]].nope != (every && (a->layer + 1) % every == 0))
+      return a;
+  }
+  return NULL;
 }
 
 /* The GGUF architecture whose loader reads this graph's weights as they are:
@@ -113,7 +127,7 @@ static int has_nope(const mkc_graph *g) {
 static const char *architecture(const mkc_graph *g) {
   if (has_weight(g, "blk.0.attn_sinks.weight")) return "gpt-oss";
   if (!has_weight(g, "blk.0.attn_norm.weight")) return "exaone4"; /* norms after only */
-  if (has_nope(g)) return "smollm3";
+  if (nope_every(g)) return "smollm3";
   const mkc_node *add = first_node(g, MKC_OP_ADD), *logits = first_node(g, MKC_OP_LOGITS);
   if ((add && add->scale > 0) || (logits && logits->scale > 0))
     return first_node(g, MKC_OP_MOE) ? "granitemoe" : "granite";
@@ -438,19 +452,14 @@ static const char *beyond_llama(const mkc_graph *g) {
  * has what a smollm3 file cannot carry: llama's layers else (describe_gemma refuses windows and
  * caps). */
 static int describe_smollm3(const mkc_graph *g, const char *preset, mkc_model_desc *d) {
-  int every = 0;
-  for (int i = 0; i < g->n_nodes; i++) {
-    const mkc_node *a = &g->nodes[i];
-    if (a->op != MKC_OP_ATTENTION) continue;
-    int nope = g->nodes[a->in[0]].nope;
-    if (nope && !every) every = a->layer + 1;
-    if (every && nope != ((a->layer + 1) % every == 0)) {
-      fprintf(stderr,
-              "mkc: error: preset %s: layer %d %s RoPE, unlike every %d layers from layer %d: "
-              "mkc's model files carry NoPE layers so only\n",
-              preset, a->layer, nope ? "has no" : "has", every, every - 1);
-      return -1;
-    }
+  int every = nope_every(g);
+  const mkc_node *a = nope_mismatch(g, every);
+  if (a) {
+    fprintf(stderr,
+            "mkc: error: preset %s: layer %d %s RoPE, unlike every %d layers from layer %d: mkc's "
+            "model files carry NoPE layers so only\n",
+            preset, a->layer, g->nodes[a->in[0]].nope ? "has no" : "has", every, every - 1);
+    return -1;
   }
   const char *why = has_weight(g, "blk.0.attn_q_norm.weight")           ? "per-head Q/K norms"
                     : has_weight(g, "blk.0.attn_q.bias")                ? "Q/K/V biases"
@@ -488,16 +497,13 @@ static int describe_exaone4(const mkc_graph *g, const char *preset, mkc_model_de
   if (describe_gemma(g, preset, 0, d)) return -1;
   d->post_norms = d->no_pre_norms = 1;
   int every = d->sliding_window && d->swa_global ? d->swa_local + d->swa_global : 0;
-  for (int i = 0; i < g->n_nodes; i++) {
-    const mkc_node *a = &g->nodes[i];
-    if (a->op == MKC_OP_ATTENTION &&
-        g->nodes[a->in[0]].nope != (every && (a->layer + 1) % every == 0)) {
-      fprintf(stderr,
-              "mkc: error: preset %s: layer %d %s RoPE; an exaone4 file's layers have it but for "
-              "the global layers of its windows\n",
-              preset, a->layer, g->nodes[a->in[0]].nope ? "has no" : "has");
-      return -1;
-    }
+  const mkc_node *a = nope_mismatch(g, every);
+  if (a) {
+    fprintf(stderr,
+            "mkc: error: preset %s: layer %d %s RoPE; an exaone4 file's layers have it but for "
+            "the global layers of its windows\n",
+            preset, a->layer, g->nodes[a->in[0]].nope ? "has no" : "has");
+    return -1;
   }
   d->nope_interval = every;
   return 0;

@@ -61,6 +61,17 @@ static void add_rope_scaling(cJSON *c, const mkc_rope_scaling *s, int max_pos) {
                             s->attn_factor * (s->factor > 1 ? 1 + 0.1 * log(s->factor) : 1));
 }
 
+/* layer_types: "sliding_attention" where a layer's attention has d's window, else
+ * "full_attention" (every layer without a window). */
+static void add_layer_types(cJSON *c, const mkc_model_desc *d) {
+  cJSON *types = cJSON_AddArrayToObject(c, "layer_types");
+  int period = d->swa_local + d->swa_global;
+  for (int l = 0; types && l < d->n_layers; l++) {
+    int local = d->sliding_window && (d->swa_global == 0 || l % period < d->swa_local);
+    cJSON_AddItemToArray(types, cJSON_CreateString(local ? "sliding_attention" : "full_attention"));
+  }
+}
+
 /* Gemma's keys (GemmaConfig: its activation; Gemma2Config, Gemma3TextConfig; hf_config.c:
  * read_gemma): the window on the layers layer_types calls
  * sliding_attention, and, for transformers before 4.53, which read no
@@ -83,12 +94,7 @@ static void add_gemma(cJSON *c, const mkc_model_desc *d) {
   if (gemma3)
     cJSON_AddNumberToObject(c, "rope_local_base_freq",
                             d->rope_theta_swa > 0 ? d->rope_theta_swa : 10000);
-  cJSON *types = cJSON_AddArrayToObject(c, "layer_types");
-  int period = d->swa_local + d->swa_global;
-  for (int l = 0; types && l < d->n_layers; l++) {
-    int local = d->sliding_window && (d->swa_global == 0 || l % period < d->swa_local);
-    cJSON_AddItemToArray(types, cJSON_CreateString(local ? "sliding_attention" : "full_attention"));
-  }
+  add_layer_types(c, d);
   const struct {
     const char *key;
     double cap;
@@ -164,19 +170,13 @@ static char *config_text(const mkc_model_desc *d) {
   }
   if (strcmp(d->arch, "exaone4") == 0) { /* Exaone4Config: the window (null for none) and its
                                           * layers, which it cannot derive without one */
-    int period = d->swa_local + d->swa_global;
     if (d->sliding_window) {
       cJSON_AddNumberToObject(c, "sliding_window", d->sliding_window);
-      cJSON_AddNumberToObject(c, "sliding_window_pattern", period);
+      cJSON_AddNumberToObject(c, "sliding_window_pattern", d->swa_local + d->swa_global);
     } else {
       cJSON_AddNullToObject(c, "sliding_window");
     }
-    cJSON *types = cJSON_AddArrayToObject(c, "layer_types");
-    for (int l = 0; types && l < d->n_layers; l++) {
-      int local = d->sliding_window && l % period < d->swa_local;
-      cJSON_AddItemToArray(types,
-                           cJSON_CreateString(local ? "sliding_attention" : "full_attention"));
-    }
+    add_layer_types(c, d);
   } else if (d->nope_interval > 0) { /* SmolLM3Config: 1 where a layer has RoPE */
     cJSON_AddNumberToObject(c, "no_rope_layer_interval", d->nope_interval);
     cJSON *list = cJSON_AddArrayToObject(c, "no_rope_layers");
